@@ -1,0 +1,22 @@
+"""streamql: typed temporal queries over event streams (StreamInsight's model) on Apache Spark.
+
+>>> import streamql as sq
+>>> readings = sq.input("readings", Reading)                # doctest: +SKIP
+>>> busy = readings.where(lambda e: e.consumption > 100)    # doctest: +SKIP
+"""
+from streamql import reference
+from streamql.advance_time import AdvanceTimeGeneration, AdvanceTimeImport, AdvanceTimePolicy, AdvanceTimeSettings
+from streamql.binder import Binder
+from streamql.errors import BadInputError, BindingError, ExpressionError, SchemaError, StreamqlError
+from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, Result, Shape, StartEdge
+from streamql.expr.trace import coalesce, greatest, if_, is_in, is_null, least, length
+from streamql.query.stream import Stream, input
+from streamql.time import INFINITY, TICK
+
+__all__ = [
+    "INFINITY", "TICK", "AdvanceTimeGeneration", "AdvanceTimeImport", "AdvanceTimePolicy",
+    "AdvanceTimeSettings", "BadInputError", "Binder", "BindingError", "Cti", "Edge", "EdgeKind",
+    "EndEdge", "Event", "ExpressionError", "Insert", "Result", "SchemaError", "Shape", "StartEdge",
+    "Stream", "StreamqlError", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
+    "length", "reference",
+]

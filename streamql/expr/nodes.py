@@ -1,0 +1,128 @@
+"""Scalar expression nodes: immutable, hashable, each with its static ``ValueType``.
+
+Nodes know nothing of streams or Spark: ``streamql.spark.expressions`` compiles them to
+Spark Columns and ``streamql.reference.expressions`` evaluates them in Python.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from streamql.payload import Kind, PayloadSchema, ValueType
+
+
+@attrs.frozen(cache_hash=True)
+class Expr:
+    type: ValueType
+
+    def show(self) -> str:
+        raise NotImplementedError
+
+
+@attrs.frozen(cache_hash=True)
+class Param(Expr):
+    """The ``index``-th argument of a traced lambda (its payload)."""
+
+    index: int
+    name: str = attrs.field(eq=False, hash=False)
+
+    def show(self) -> str:
+        return self.name
+
+
+@attrs.frozen(cache_hash=True)
+class GetField(Expr):
+    base: Expr
+    name: str
+
+    def show(self) -> str:
+        return f"{self.base.show()}.{self.name}"
+
+
+@attrs.frozen(cache_hash=True)
+class Literal(Expr):
+    value: Any
+
+    def show(self) -> str:
+        return repr(self.value)
+
+
+@attrs.frozen(cache_hash=True)
+class Unary(Expr):
+    op: str  # "neg", "not", "abs"
+    operand: Expr
+
+    def show(self) -> str:
+        symbol = {"neg": "-", "not": "~"}.get(self.op)
+        if symbol is None:
+            return f"{self.op}({self.operand.show()})"
+        return f"{symbol}{self.operand.show()}"
+
+
+@attrs.frozen(cache_hash=True)
+class Binary(Expr):
+    op: str  # "+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&", "|"
+    left: Expr
+    right: Expr
+
+    def show(self) -> str:
+        return f"({self.left.show()} {self.op} {self.right.show()})"
+
+
+@attrs.frozen(cache_hash=True)
+class Call(Expr):
+    """A named function: string methods, ``round``, ``sq.if_``, ``sq.is_null``, ...
+
+    ``args`` are expressions; ``values`` holds constant arguments (``is_in``'s values,
+    ``round``'s digits, slice bounds).
+    """
+
+    fn: str
+    args: tuple[Expr, ...]
+    values: tuple[Any, ...] = ()
+
+    def show(self) -> str:
+        shown = [a.show() for a in self.args] + [repr(v) for v in self.values]
+        if self.fn in METHODS and self.args:
+            return f"{shown[0]}.{self.fn}({', '.join(shown[1:])})"
+        return f"{self.fn}({', '.join(shown)})"
+
+
+#: functions shown as methods of their first argument
+METHODS = frozenset({"lower", "upper", "strip", "startswith", "endswith"})
+
+
+@attrs.frozen(cache_hash=True)
+class Construct(Expr):
+    """A payload instance built from expressions (the body of ``select``)."""
+
+    schema: PayloadSchema
+    args: tuple[Expr, ...]
+
+    def show(self) -> str:
+        parts = ", ".join(f"{f.name}={a.show()}" for f, a in zip(self.schema.fields, self.args))
+        return f"{self.schema.name}({parts})"
+
+
+def struct_type(schema: PayloadSchema) -> ValueType:
+    return ValueType(Kind.STRUCT, schema=schema)
+
+
+def params_of(expr: Expr) -> frozenset[int]:
+    """The indices of the lambda parameters an expression reads."""
+    if isinstance(expr, Param):
+        return frozenset({expr.index})
+    children: tuple[Expr, ...] = ()
+    if isinstance(expr, GetField):
+        children = (expr.base,)
+    elif isinstance(expr, Unary):
+        children = (expr.operand,)
+    elif isinstance(expr, Binary):
+        children = (expr.left, expr.right)
+    elif isinstance(expr, (Call, Construct)):
+        children = expr.args
+    result: frozenset[int] = frozenset()
+    for child in children:
+        result |= params_of(child)
+    return result

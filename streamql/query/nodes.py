@@ -1,0 +1,138 @@
+"""The operator tree. Each node declares its inputs, derives its payload schema and states
+its CTI propagation rule (DESIGN §5); it never knows how it runs.
+
+Nodes are frozen attrs classes: structurally equal queries are ``==`` and hash equal.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import attrs
+
+from streamql.events import Shape
+from streamql.expr.nodes import Expr
+from streamql.payload import PayloadSchema
+from streamql.time import duration_micros, shift
+
+
+@attrs.frozen(cache_hash=True)
+class Node:
+    @property
+    def schema(self) -> PayloadSchema:
+        raise NotImplementedError
+
+    @property
+    def sources(self) -> tuple[Node, ...]:
+        return ()
+
+    def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
+        """The operator's output CTI given its inputs' CTIs (one per source)."""
+        return input_ctis[0]
+
+    @property
+    def end_follows_start(self) -> bool:
+        """Whether an output event's end is fixed once its start and payload are (so the event is
+        stable then), rather than following the input event's end."""
+        return False
+
+
+@attrs.frozen(cache_hash=True)
+class Input(Node):
+    name: str
+    payload: PayloadSchema
+    shape: Shape
+
+    @property
+    def schema(self) -> PayloadSchema:
+        return self.payload
+
+
+@attrs.frozen(cache_hash=True)
+class Unary(Node):
+    source: Node
+
+    @property
+    def schema(self) -> PayloadSchema:
+        return self.source.schema
+
+    @property
+    def sources(self) -> tuple[Node, ...]:
+        return (self.source,)
+
+
+@attrs.frozen(cache_hash=True)
+class Where(Unary):
+    """Keeps the events whose payload satisfies ``predicate`` (a BOOL expression)."""
+
+    predicate: Expr
+
+
+@attrs.frozen(cache_hash=True)
+class Select(Unary):
+    """Maps each payload through ``projection`` (a STRUCT expression)."""
+
+    projection: Expr
+
+    @property
+    def schema(self) -> PayloadSchema:
+        schema = self.projection.type.schema
+        assert schema is not None
+        return schema
+
+
+@attrs.frozen(cache_hash=True)
+class AlterDuration(Unary):
+    """Sets each lifetime to ``[start, start + duration)``; ``duration`` is a TIMEDELTA
+    expression of the payload (a literal for a constant). Events whose new lifetime is
+    empty (duration <= 0 or null) are removed."""
+
+    duration: Expr
+
+    @property
+    def end_follows_start(self) -> bool:
+        return True
+
+
+@attrs.frozen(cache_hash=True)
+class AlterLifetime(Unary):
+    """Moves the start by ``start_shift``; the end moves too (``duration=None``) or becomes
+    ``start + duration``. ``shift(d)`` is ``AlterLifetime(d, None)``. The CTI moves with the start."""
+
+    start_shift: timedelta
+    duration: timedelta | None
+
+    def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
+        cti = input_ctis[0]
+        return None if cti is None else shift(cti, duration_micros(self.start_shift))
+
+    @property
+    def end_follows_start(self) -> bool:
+        return self.duration is not None
+
+
+@attrs.frozen(cache_hash=True)
+class ToPoint(Unary):
+    """Turns each event into a point event at its start."""
+
+    @property
+    def end_follows_start(self) -> bool:
+        return True
+
+
+def inputs_of(node: Node) -> dict[str, Input]:
+    """The input declarations a query reads, by name; two different inputs with one name are an error."""
+    found: dict[str, Input] = {}
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Input):
+            other = found.setdefault(current.name, current)
+            if other != current:
+                from streamql.errors import BindingError
+
+                raise BindingError(
+                    f"the query reads two different inputs named {current.name!r} "
+                    f"({other.schema.name}/{other.shape.name} and {current.schema.name}/{current.shape.name})"
+                )
+        stack.extend(current.sources)
+    return found

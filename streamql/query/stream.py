@@ -1,0 +1,116 @@
+"""The typed fluent API: ``Stream[T]`` wraps an operator tree and every call returns a new one."""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Callable, Generic, TypeVar
+
+from streamql.errors import ExpressionError
+from streamql.events import Shape
+from streamql.expr.nodes import Literal
+from streamql.expr.trace import trace, trace_typed
+from streamql.payload import Kind, ValueType, schema_of
+from streamql.query import nodes
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+class Stream(Generic[T]):
+    """A temporal query producing events with payloads of type ``T``.
+
+    Queries are values: building one never touches Spark, nothing mutates, and structurally
+    equal queries are equal (``==`` and ``hash``).
+    """
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: nodes.Node) -> None:
+        self._node = node
+
+    @property
+    def node(self) -> nodes.Node:
+        """The operator tree of this query."""
+        return self._node
+
+    @property
+    def payload_type(self) -> type[T]:
+        cls: type[T] = self._node.schema.cls
+        return cls
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and other._node == self._node
+
+    def __hash__(self) -> int:
+        return hash(self._node)
+
+    def __repr__(self) -> str:
+        return f"Stream[{self._node.schema.name}]({type(self._node).__name__})"
+
+    # --- stateless --------------------------------------------------------------------
+    def where(self, pred: Callable[[T], bool]) -> Stream[T]:
+        """Keeps the events whose payload satisfies ``pred``.
+
+        >>> readings.where(lambda e: e.consumption > 100)  # doctest: +SKIP
+        """
+        predicate = trace_typed(pred, [self._node.schema], "where", Kind.BOOL)
+        return Stream(nodes.Where(self._node, predicate))
+
+    def select(self, f: Callable[[T], U]) -> Stream[U]:
+        """Maps each payload to a new payload instance built from expressions of the old one.
+
+        >>> readings.select(lambda e: Usage(e.meter, e.consumption * 1000))  # doctest: +SKIP
+        """
+        projection = trace(f, [self._node.schema], "select")
+        if projection.type.kind is not Kind.STRUCT:
+            raise ExpressionError(
+                f"select must build a payload instance (a dataclass or attrs class), got "
+                f"{projection.type} ({projection.show()})"
+            )
+        return Stream(nodes.Select(self._node, projection))
+
+    # --- lifetimes --------------------------------------------------------------------
+    def alter_duration(self, d: timedelta | Callable[[T], timedelta]) -> Stream[T]:
+        """Gives every event the lifetime ``[start, start + d)``; ``d`` may be a function of the payload.
+
+        >>> readings.alter_duration(timedelta(minutes=3))  # doctest: +SKIP
+        """
+        if isinstance(d, timedelta):
+            duration = Literal(ValueType(Kind.TIMEDELTA), d)
+        elif callable(d):
+            duration = trace_typed(d, [self._node.schema], "alter_duration", Kind.TIMEDELTA)
+        else:
+            raise ExpressionError(f"alter_duration needs a timedelta or a function of the payload, got {d!r}")
+        return Stream(nodes.AlterDuration(self._node, duration))
+
+    def alter_lifetime(self, start_shift: timedelta = timedelta(0), duration: timedelta | None = None) -> Stream[T]:
+        """Moves every start by ``start_shift``; the end moves with it, or is ``start + duration``."""
+        _check_timedelta("alter_lifetime", "start_shift", start_shift)
+        if duration is not None:
+            _check_timedelta("alter_lifetime", "duration", duration)
+        return Stream(nodes.AlterLifetime(self._node, start_shift, duration))
+
+    def shift(self, d: timedelta) -> Stream[T]:
+        """Moves every lifetime (and the CTIs) by ``d``: ``alter_lifetime(start_shift=d)``."""
+        _check_timedelta("shift", "d", d)
+        return Stream(nodes.AlterLifetime(self._node, d, None))
+
+    def to_point(self) -> Stream[T]:
+        """Turns every event into a point event at its start."""
+        return Stream(nodes.ToPoint(self._node))
+
+
+def _check_timedelta(op: str, name: str, value: Any) -> None:
+    if not isinstance(value, timedelta):
+        raise ExpressionError(f"{op}: {name} must be a timedelta, got {value!r}")
+
+
+def input(name: str, payload: type[T], shape: Shape = Shape.POINT) -> Stream[T]:  # noqa: A001 - API name
+    """Declares an input stream; raises ``SchemaError`` if ``payload`` is not a valid payload type.
+
+    >>> readings = sq.input("readings", Reading, shape=sq.Shape.POINT)  # doctest: +SKIP
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"an input needs a non-empty name, got {name!r}")
+    if not isinstance(shape, Shape):
+        raise ValueError(f"shape must be a sq.Shape, got {shape!r}")
+    return Stream(nodes.Input(name, schema_of(payload), shape))

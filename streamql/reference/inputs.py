@@ -1,0 +1,270 @@
+"""Ingress of the reference evaluator: one input's items in arrival order, through the CTI
+machinery of DESIGN §5 — CTI rows, generation, import, DROP/ADJUST — to accepted events.
+
+Written to be read against the design, one item at a time.
+"""
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, Mapping, Sequence, TypeVar
+
+import attrs
+
+from streamql.advance_time import AdvanceTimePolicy, AdvanceTimeSettings
+from streamql.errors import BadInputError, BindingError
+from streamql.events import Cti, EndEdge, Insert, InputItem, Shape, StartEdge
+from streamql.payload import PayloadSchema, check_instance
+from streamql.time import INFINITY_MICROS, TICK, duration_micros, shift, to_micros
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class ReferenceInput(Generic[T]):
+    """Plain Python input for ``sq.reference.run``: items in arrival order, with the same
+    advance-time settings and ``bad_rows`` option as ``Binder.bind``."""
+
+    events: Sequence[InputItem[T]]
+    advance_time: AdvanceTimeSettings | None = None
+    bad_rows: Literal["error", "drop"] = "error"
+
+
+@attrs.define
+class Lifetime:
+    """An accepted event as the ingress holds it."""
+
+    start: int
+    end: int
+    payload: Any
+    original_start: int
+    closed: bool  # INSERTs, and edge events whose end edge was accepted
+    adjusted: bool = False
+
+
+@attrs.define
+class IngressState:
+    """What one input knows after the items that arrived so far."""
+
+    name: str
+    schema: PayloadSchema | None  # None for an input only imported from: payloads unchecked
+    shape: Shape
+    settings: AdvanceTimeSettings | None
+    bad_rows_policy: str
+    cti: int | None = None
+    accepted_count: int = 0
+    max_start: int | None = None
+    baseline: int | None = None
+    events: list[Lifetime] = attrs.Factory(list)
+    open_edges: list[Lifetime] = attrs.Factory(list)
+    dropped_start_edges: list[tuple[int, Any]] = attrs.Factory(list)
+    dropped: int = 0
+    bad_rows: int = 0
+    pending_ctis: list[int] = attrs.Factory(list)
+
+    @property
+    def policy(self) -> AdvanceTimePolicy:
+        return self.settings.policy if self.settings is not None else AdvanceTimePolicy.DROP
+
+    @property
+    def adjusted(self) -> int:
+        return sum(1 for e in self.events if e.adjusted)
+
+    # --- one item ------------------------------------------------------------------------
+    def arrive(self, position: int, item: InputItem[Any]) -> None:
+        """Phase 1 of a position: an event is checked against the CTI current before it."""
+        try:
+            if isinstance(item, Cti):
+                self.pending_ctis.append(to_micros(item.time, "CTI time"))
+            elif isinstance(item, Insert):
+                self._insert(item)
+            elif isinstance(item, StartEdge):
+                self._start_edge(item)
+            elif isinstance(item, EndEdge):
+                self._end_edge(item)
+            else:
+                raise TypeError(f"input {self.name!r}: {item!r} is not an Insert, StartEdge, EndEdge or Cti")
+        except BadInputError as exc:
+            if self.bad_rows_policy == "error":
+                raise BadInputError(f"input {self.name!r}, item {position}: {exc}") from None
+            self.bad_rows += 1
+
+    def _times(self, item: Any, *names: str) -> list[int]:
+        values = []
+        for name in names:
+            value = getattr(item, name)
+            if value is None:
+                raise BadInputError(f"{name} is null")
+            try:
+                values.append(to_micros(value, name))
+            except ValueError as exc:
+                raise BadInputError(str(exc)) from None
+        return values
+
+    def _check_payload(self, payload: Any) -> None:
+        if self.schema is not None:
+            check_instance(self.schema, payload, f"input {self.name!r}")
+
+    def _insert(self, item: Insert[Any]) -> None:
+        if self.shape is Shape.EDGE:
+            raise TypeError(f"input {self.name!r} is an EDGE input: give StartEdge/EndEdge items, not Insert")
+        self._check_payload(item.payload)
+        start, end = self._times(item, "start", "end")
+        if end <= start:
+            raise BadInputError(f"end {end} is not after start {start}")
+        if self.shape is Shape.POINT and end != shift(start, 1):
+            raise BadInputError(f"a POINT input's event must end one tick ({TICK}) after its start")
+        self._accept_start(Lifetime(start, end, item.payload, start, closed=True))
+
+    def _start_edge(self, item: StartEdge[Any]) -> None:
+        if self.shape is not Shape.EDGE:
+            raise TypeError(f"input {self.name!r} is a {self.shape.name} input: StartEdge needs Shape.EDGE")
+        self._check_payload(item.payload)
+        (start,) = self._times(item, "start")
+        event = Lifetime(start, INFINITY_MICROS, item.payload, start, closed=False)
+        if self._accept_start(event):
+            self.open_edges.append(event)
+        else:
+            self.dropped_start_edges.append((start, item.payload))
+
+    def _accept_start(self, event: Lifetime) -> bool:
+        """The violation check for a start; counts the event for CTI generation if accepted."""
+        cti = self.cti
+        if cti is not None and event.start < cti:
+            if self.policy is AdvanceTimePolicy.ADJUST and event.end > cti:
+                event.start = cti
+                event.adjusted = True
+            else:
+                self.dropped += 1
+                return False
+        self.events.append(event)
+        self.max_start = event.start if self.max_start is None else max(self.max_start, event.start)
+        self._generate(event.start)
+        return True
+
+    def _end_edge(self, item: EndEdge[Any]) -> None:
+        if self.shape is not Shape.EDGE:
+            raise TypeError(f"input {self.name!r} is a {self.shape.name} input: EndEdge needs Shape.EDGE")
+        self._check_payload(item.payload)
+        original_start, end = self._times(item, "start", "end")
+        if end <= original_start:
+            raise BadInputError(f"end edge's end {end} is not after its start {original_start}")
+        match = next((e for e in self.open_edges
+                      if e.original_start == original_start and e.payload == item.payload), None)
+        if match is None:
+            dropped = (original_start, item.payload)
+            if dropped in self.dropped_start_edges:  # its start edge was dropped: so is the end
+                self.dropped_start_edges.remove(dropped)
+                return
+            raise BadInputError(f"end edge at {end} has no open start edge at {original_start} with its payload")
+        cti = self.cti
+        if cti is not None and end < cti:
+            if self.policy is AdvanceTimePolicy.DROP:
+                self.open_edges.remove(match)  # ignored: the event stays open for good
+                self.dropped += 1
+                return
+            end = cti
+            match.adjusted = True
+        self.open_edges.remove(match)
+        if end <= match.start:  # an adjustment left nothing of it: removed, counted as dropped only
+            self.events.remove(match)
+            self.dropped += 1
+            return
+        match.end = end
+        match.closed = True
+
+    def _generate(self, start: int) -> None:
+        generation = self.settings.generation if self.settings is not None else None
+        if generation is None:
+            return
+        self.accepted_count += 1
+        if generation.every_events is not None:
+            trigger = self.accepted_count % generation.every_events == 0
+        else:
+            assert generation.every is not None
+            if self.baseline is None:
+                self.baseline, trigger = start, False
+            else:
+                trigger = start >= shift(self.baseline, duration_micros(generation.every))
+                if trigger:
+                    self.baseline = start
+        if trigger:
+            assert self.max_start is not None
+            generated = shift(self.max_start, -duration_micros(generation.delay))
+            self.pending_ctis.append(generated if self.cti is None else max(self.cti, generated))
+
+    def commit_ctis(self) -> bool:
+        """Phase 2 of a position: this position's CTIs take effect. Returns whether the CTI moved."""
+        before = self.cti
+        for cti in self.pending_ctis:
+            self.cti = cti if self.cti is None else max(self.cti, cti)
+        self.pending_ctis.clear()
+        return self.cti != before
+
+    def take_cti(self, cti: int | None) -> bool:
+        if cti is None or (self.cti is not None and self.cti >= cti):
+            return False
+        self.cti = cti
+        return True
+
+
+def ingest(inputs: Mapping[str, ReferenceInput[Any]], declared: Mapping[str, tuple[PayloadSchema | None, Shape]]
+           ) -> dict[str, IngressState]:
+    """Runs every input through its CTI machinery on one arrival clock: at each list position,
+    events first (checked against the CTIs before them), then that position's CTIs and imports."""
+    states: dict[str, IngressState] = {}
+    for name, given in inputs.items():
+        if not isinstance(given, ReferenceInput):
+            raise BindingError(f"input {name!r}: expected a sq.reference.ReferenceInput, got {given!r}")
+        if name not in declared:
+            raise BindingError(f"input {name!r} is not read by the query and no input imports its CTIs")
+        schema, shape = declared[name]
+        states[name] = IngressState(name, schema, shape, given.advance_time, given.bad_rows)
+    imports = _import_order(states)
+    length = max((len(i.events) for i in inputs.values()), default=0)
+    for position in range(length):
+        for name, state in states.items():
+            items = inputs[name].events
+            if position < len(items):
+                state.arrive(position, items[position])
+        for state in states.values():
+            state.commit_ctis()
+        _propagate_imports(states, imports)
+    for state in states.values():
+        generation = state.settings.generation if state.settings is not None else None
+        if generation is not None and generation.flush:
+            state.take_cti(INFINITY_MICROS)
+    _propagate_imports(states, imports)
+    return states
+
+
+def _import_order(states: Mapping[str, IngressState]) -> list[tuple[str, str]]:
+    """(importer, source) pairs in an order where sources come first; cycles are an error."""
+    edges = {}
+    for name, state in states.items():
+        imported = state.settings.import_ if state.settings is not None else None
+        if imported is not None:
+            if imported.from_input not in states:
+                raise BindingError(f"input {name!r} imports the CTIs of {imported.from_input!r}, which is not bound")
+            if imported.from_input == name:
+                raise BindingError(f"input {name!r} cannot import its own CTIs")
+            edges[name] = imported.from_input
+    order: list[tuple[str, str]] = []
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            raise BindingError("CTI imports form a cycle: " + " -> ".join(path + (name,)))
+        if name in done or name not in edges:
+            done.add(name)
+            return
+        visit(edges[name], path + (name,))
+        order.append((name, edges[name]))
+        done.add(name)
+
+    for name in edges:
+        visit(name, ())
+    return order
+
+
+def _propagate_imports(states: Mapping[str, IngressState], order: Sequence[tuple[str, str]]) -> None:
+    for importer, source in order:
+        states[importer].take_cti(states[source].cti)

@@ -89,10 +89,10 @@ class StructProxy(Traced):
         ftype = field.type.with_nullable(field.type.nullable or node.type.nullable)
         return wrap(GetField(ftype, node, name))
 
-    def __eq__(self, other: object) -> NoReturn:  # type: ignore[override]
+    def __eq__(self, other: object) -> NoReturn:
         raise ExpressionError(f"payloads cannot be compared as a whole ({self.node.show()}); compare fields")
 
-    __ne__ = __eq__  # type: ignore[assignment]
+    __ne__ = __eq__
 
 
 class ValueProxy(Traced):
@@ -320,7 +320,8 @@ def _extreme(fn: str, xs: Sequence[object]) -> Any:
         raise ExpressionError(f"sq.{fn} needs at least two arguments")
     vtype = rules.common_type(f"sq.{fn}", nodes)
     for n in nodes:
-        rules.binary_type("<", n, nodes[0]) if n.type.kind is not Kind.NULL else None
+        if n.type.kind is not Kind.NULL:
+            rules.binary_type("<", n, nodes[0])  # raises unless the operands are ordered alike
     return wrap(Call(vtype, fn, tuple(nodes), ()))
 
 

@@ -6,7 +6,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from streamql.errors import ExpressionError
 from streamql.events import Shape
-from streamql.expr.nodes import Literal
+from streamql.expr.nodes import Expr, Literal
 from streamql.expr.trace import trace, trace_typed
 from streamql.payload import Kind, ValueType, schema_of
 from streamql.query import nodes
@@ -74,7 +74,10 @@ class Stream(Generic[T]):
 
         >>> readings.alter_duration(timedelta(minutes=3))  # doctest: +SKIP
         """
+        duration: Expr
         if isinstance(d, timedelta):
+            if d <= timedelta(0):
+                raise ExpressionError(f"alter_duration needs a positive duration, got {d}")
             duration = Literal(ValueType(Kind.TIMEDELTA), d)
         elif callable(d):
             duration = trace_typed(d, [self._node.schema], "alter_duration", Kind.TIMEDELTA)
@@ -87,6 +90,8 @@ class Stream(Generic[T]):
         _check_timedelta("alter_lifetime", "start_shift", start_shift)
         if duration is not None:
             _check_timedelta("alter_lifetime", "duration", duration)
+            if duration <= timedelta(0):
+                raise ExpressionError(f"alter_lifetime needs a positive duration, got {duration}")
         return Stream(nodes.AlterLifetime(self._node, start_shift, duration))
 
     def shift(self, d: timedelta) -> Stream[T]:

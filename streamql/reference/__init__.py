@@ -12,7 +12,7 @@ from typing import Any, Mapping, TypeVar
 
 from streamql.errors import BindingError
 from streamql.events import Edge, EdgeKind, EndEdge, Event, Result, Shape, StartEdge
-from streamql.payload import sort_key
+from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import inputs_of
 from streamql.query.stream import Stream
 from streamql.reference.inputs import ReferenceInput, ingest
@@ -30,7 +30,8 @@ def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape =
     missing = sorted(set(read) - set(inputs))
     if missing:
         raise BindingError(f"the query reads inputs that are not given: {', '.join(missing)}")
-    declared = {name: (node.schema, node.shape) for name, node in read.items()}
+    declared: dict[str, tuple[PayloadSchema | None, Shape]] = {
+        name: (node.schema, node.shape) for name, node in read.items()}
     for name, given in inputs.items():
         if name not in declared:
             imported_by = [n for n, i in inputs.items()

@@ -12,6 +12,8 @@ from streamql.payload import Kind, ValueType
 
 _WHITESPACE = " \t\n\r\f\v"
 
+_UNARY: dict[str, Callable[[Any], Any]] = {"neg": operator.neg, "not": operator.not_, "abs": abs}
+
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul,
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
@@ -32,7 +34,7 @@ def evaluate(expr: Expr, args: Sequence[Any]) -> Any:
         value = evaluate(expr.operand, args)
         if value is None:
             return None
-        return {"neg": operator.neg, "not": operator.not_, "abs": abs}[expr.op](value)
+        return _UNARY[expr.op](value)
     if isinstance(expr, Binary):
         return _binary(expr, evaluate(expr.left, args), evaluate(expr.right, args))
     if isinstance(expr, Call):

@@ -38,6 +38,12 @@ def _is_timedelta(_: Any, attribute: attrs.Attribute[Any], value: object) -> Non
         raise ValueError(f"AdvanceTimeGeneration.{attribute.name} must be a timedelta, got {value!r}")
 
 
+def _is_bool(_: Any, attribute: attrs.Attribute[Any], value: object) -> None:
+    # a truthy non-bool (flush="no") would silently turn flushing on
+    if not isinstance(value, bool):
+        raise ValueError(f"AdvanceTimeGeneration.{attribute.name} must be a bool, got {value!r}")
+
+
 @attrs.frozen
 class AdvanceTimeGeneration:
     """Generate a CTI after every ``every_events`` accepted events, or whenever the start time
@@ -51,7 +57,7 @@ class AdvanceTimeGeneration:
     every_events: int | None = attrs.field(default=None, validator=_positive_count)
     every: timedelta | None = attrs.field(default=None, validator=_positive_duration)
     delay: timedelta = attrs.field(default=timedelta(0), validator=_is_timedelta)
-    flush: bool = False
+    flush: bool = attrs.field(default=False, validator=_is_bool)
 
     def __attrs_post_init__(self) -> None:
         if (self.every_events is None) == (self.every is None):

@@ -119,11 +119,11 @@ def schema_of(cls: object) -> PayloadSchema:
             f"{cls!r} is not a payload type: use a @dataclass or @attrs.define class with typed fields"
         )
     assert isinstance(cls, type)
-    return _schema_of(cls, cls.__name__, True)
+    return _schema_of(cls, cls.__name__, True, ())
 
 
 @functools.lru_cache(maxsize=None)
-def _schema_of(cls: type, path: str, top: bool) -> PayloadSchema:
+def _schema_of(cls: type, path: str, top: bool, enclosing: tuple[type, ...]) -> PayloadSchema:
     try:
         hints = typing.get_type_hints(cls)
     except Exception as exc:  # a forward reference that does not resolve
@@ -146,22 +146,28 @@ def _schema_of(cls: type, path: str, top: bool) -> PayloadSchema:
             )
         if name not in hints:
             raise SchemaError(f"{where}: the field has no type annotation")
-        fields.append(PayloadField(name, init_name, _value_type(hints[name], where)))
+        fields.append(PayloadField(name, init_name, _value_type(hints[name], where, enclosing + (cls,))))
     return PayloadSchema(cls, tuple(fields))
 
 
-def _value_type(annotation: Any, where: str) -> ValueType:
+def _value_type(annotation: Any, where: str, enclosing: tuple[type, ...]) -> ValueType:
     origin = typing.get_origin(annotation)
     if origin is Union or origin is types.UnionType:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) == 1 and len(typing.get_args(annotation)) == 2:
-            inner = _value_type(args[0], where)
+            inner = _value_type(args[0], where, enclosing)
             return inner.with_nullable(True)
         raise SchemaError(f"{where}: unions other than Optional[X] are not supported ({annotation!r})")
     if annotation in _PYTHON_KINDS:
         return ValueType(_PYTHON_KINDS[annotation])
     if is_payload_class(annotation):
-        return ValueType(Kind.STRUCT, schema=_schema_of(annotation, where, False))
+        # a class that contains itself has no fixed schema; without this check the
+        # recursion only stops at Python's recursion limit, with a misleading message
+        if annotation in enclosing:
+            raise SchemaError(
+                f"{where}: {annotation.__name__} contains itself; payloads cannot be recursive"
+            )
+        return ValueType(Kind.STRUCT, schema=_schema_of(annotation, where, False, enclosing))
     supported = ", ".join(k.__name__ for k in _PYTHON_KINDS)
     raise SchemaError(
         f"{where}: type {annotation!r} is not supported; use {supported}, a nested payload class, "

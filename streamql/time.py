@@ -46,9 +46,13 @@ def to_micros(t: TimeLike, what: str = "time") -> int:
                 f"{what} {t!r} is a naive datetime: application times are UTC instants; "
                 "attach a time zone, e.g. t.replace(tzinfo=timezone.utc)"
             )
-        if t == INFINITY:
-            return INFINITY_MICROS
-        return (t - _EPOCH) // TICK
+        # Saturate exactly as integer input does: an aware datetime in another zone can lie
+        # past datetime.max UTC (it is INFINITY, not a finite time beyond it) or before year 1
+        # UTC (an error), and INFINITY itself must map to Long.MaxValue.
+        micros = (t - _EPOCH) // TICK
+        if micros < MIN_MICROS:
+            raise ValueError(f"{what} {t!r} is before the least representable time (year 1, UTC)")
+        return to_micros(micros, what)
     raise TypeError(f"{what} must be a tz-aware datetime or integer microseconds, not {type(t).__name__}")
 
 

@@ -68,7 +68,12 @@ class Traced:
     def __int__(self) -> NoReturn:
         raise ExpressionError(f"int({self.node.show()}) forces a Python value; use round(x) or x // 1")
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> NoReturn:
+        # `x in {1, 2}` hashes x before comparing: without this it fails with a bare
+        # "unhashable type" instead of pointing to sq.is_in (DESIGN §4)
+        raise ExpressionError(
+            f"{self.node.show()} cannot be hashed (as in `x in {{...}}` or a dict key): use sq.is_in(x, values)"
+        )
 
 
 class StructProxy(Traced):
@@ -93,6 +98,7 @@ class StructProxy(Traced):
         raise ExpressionError(f"payloads cannot be compared as a whole ({self.node.show()}); compare fields")
 
     __ne__ = __eq__
+    __hash__ = Traced.__hash__  # defining __eq__ would otherwise set __hash__ to None
 
 
 class ValueProxy(Traced):
@@ -141,6 +147,8 @@ class ValueProxy(Traced):
     def __le__(self, o: object) -> Traced: return _binary("<=", self, o)
     def __gt__(self, o: object) -> Traced: return _binary(">", self, o)
     def __ge__(self, o: object) -> Traced: return _binary(">=", self, o)
+
+    __hash__ = Traced.__hash__  # defining __eq__ would otherwise set __hash__ to None
 
     # conditions
     def __and__(self, o: object) -> Traced: return _binary("&", self, o)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, Union
 
 from streamql.errors import ExpressionError
 from streamql.events import Shape
@@ -11,8 +11,18 @@ from streamql.expr.trace import trace, trace_typed
 from streamql.payload import Kind, ValueType, schema_of
 from streamql.query import nodes
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    import attrs
+
+    #: what mypy accepts as a payload: an instance of a dataclass or an attrs class
+    PayloadInstance = Union[DataclassInstance, attrs.AttrsInstance]
+
 T = TypeVar("T")
-U = TypeVar("U")
+#: a payload type: bounding ``select``'s result and ``input``'s payload lets mypy reject
+#: ``select(lambda e: e.x)`` and ``sq.input("r", int)``, which fail at query construction
+Payload = TypeVar("Payload", bound="PayloadInstance")
 
 
 class Stream(Generic[T]):
@@ -55,7 +65,7 @@ class Stream(Generic[T]):
         predicate = trace_typed(pred, [self._node.schema], "where", Kind.BOOL)
         return Stream(nodes.Where(self._node, predicate))
 
-    def select(self, f: Callable[[T], U]) -> Stream[U]:
+    def select(self, f: Callable[[T], Payload]) -> Stream[Payload]:
         """Maps each payload to a new payload instance built from expressions of the old one.
 
         >>> readings.select(lambda e: Usage(e.meter, e.consumption * 1000))  # doctest: +SKIP
@@ -109,7 +119,7 @@ def _check_timedelta(op: str, name: str, value: Any) -> None:
         raise ExpressionError(f"{op}: {name} must be a timedelta, got {value!r}")
 
 
-def input(name: str, payload: type[T], shape: Shape = Shape.POINT) -> Stream[T]:  # noqa: A001 - API name
+def input(name: str, payload: type[Payload], shape: Shape = Shape.POINT) -> Stream[Payload]:  # noqa: A001 - API name
     """Declares an input stream; raises ``SchemaError`` if ``payload`` is not a valid payload type.
 
     >>> readings = sq.input("readings", Reading, shape=sq.Shape.POINT)  # doctest: +SKIP

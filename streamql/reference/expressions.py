@@ -109,7 +109,8 @@ def _call(expr: Call, values: list[Any]) -> Any:
         i = expr.values[0]
         return s[i] if -len(s) <= i < len(s) else None
     if fn == "round":
-        return round(s, *expr.values)
+        # round(Decimal) without digits gives a Python int, but the node's type is Decimal
+        return coerce(expr.type, round(s, *expr.values))
     raise TypeError(f"unknown function {fn!r}")
 
 

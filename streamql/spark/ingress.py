@@ -1,0 +1,367 @@
+"""Ingress on Spark: a bound DataFrame becomes the accepted events of an input, with its CTIs.
+
+``prepare`` validates and normalises the columns (times as microseconds, a row kind, a bad-row
+reason, the arrival sequence); ``Ingress.run`` performs the arrival-order scan of
+``streamql.spark.arrival_scan`` and applies its decisions.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Literal, Mapping
+
+import attrs
+import numpy as np
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from streamql.advance_time import AdvanceTimePolicy, AdvanceTimeSettings
+from streamql.errors import BadInputError, BindingError
+from streamql.events import Shape
+from streamql.payload import Kind, PayloadSchema, ValueType
+from streamql.query.nodes import Input
+from streamql.spark import arrival_scan as scan
+from streamql.spark.schema import column_for_field
+from streamql.time import INFINITY_MICROS, MAX_MICROS, duration_micros
+
+SEQ, KIND, START, END, BAD, CLOSED, ARRIVAL = (
+    "_sq_seq", "_sq_kind", "_sq_start", "_sq_end", "_sq_bad", "_sq_closed", "_sq_arrival")
+PARTITION_BITS = 33  # monotonically_increasing_id keeps the partition index above bit 33
+
+
+@attrs.frozen
+class Binding:
+    """One input's DataFrame and how to read it (what ``Binder.bind`` records)."""
+
+    node: Input
+    source: DataFrame = attrs.field(eq=False)
+    start: str
+    end: str | None
+    edge: str | None
+    kind: str | None
+    arrival: str | None
+    advance_time: AdvanceTimeSettings | None
+    bad_rows: Literal["error", "drop"]
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+def check_binding(b: Binding) -> None:
+    """Every error that can be found without running a job."""
+    columns = {f.name: f.dataType for f in b.source.schema.fields}
+
+    def column(role: str, name: str | None) -> T.DataType:
+        assert name is not None
+        if name not in columns:
+            raise BindingError(f"input {b.name!r}: {role} column {name!r} is not in the DataFrame; "
+                               f"its columns are: {', '.join(columns)}")
+        return columns[name]
+
+    _check_time(b, "start", b.start, column("start", b.start))
+    shape = b.node.shape
+    if shape is Shape.POINT and b.end is not None:
+        raise BindingError(f"input {b.name!r} is a POINT input: its events end one tick after start; "
+                           "do not bind an end column (declare Shape.INTERVAL to use one)")
+    if shape is Shape.INTERVAL and b.end is None:
+        raise BindingError(f"input {b.name!r} is an INTERVAL input: bind its end column with end=")
+    if shape is Shape.EDGE:
+        raise BindingError(f"input {b.name!r}: EDGE inputs run in the reference evaluator only in this version; "
+                           "on Spark bind the events as INTERVAL (start and end known) or POINT")
+    if b.end is not None:
+        _check_time(b, "end", b.end, column("end", b.end))
+    for role, name in (("edge", b.edge), ("kind", b.kind)):
+        if name is not None and not isinstance(column(role, name), T.StringType):
+            raise BindingError(f"input {b.name!r}: {role} column {name!r} must be a string column "
+                               f"holding {'START/END' if role == 'edge' else 'INSERT/CTI'}")
+    if b.arrival is not None:
+        dtype = column("arrival", b.arrival)
+        if not isinstance(dtype, (T.NumericType, T.TimestampType, T.DateType, T.StringType)):
+            raise BindingError(f"input {b.name!r}: arrival column {b.arrival!r} is {dtype.simpleString()}; "
+                               "it must be orderable (a number or a timestamp)")
+    for field in b.node.schema.fields:
+        if field.name not in columns:
+            raise BindingError(f"input {b.name!r}: the DataFrame has no column {field.name!r} for "
+                               f"{b.node.schema.name}.{field.name}; its columns are: {', '.join(columns)}")
+        column_for_field(F.col(field.name), columns[field.name], field.type,
+                         f"input {b.name!r}: column {field.name!r}")
+
+
+def _check_time(b: Binding, role: str, name: str, dtype: T.DataType) -> None:
+    if isinstance(dtype, (T.TimestampType, T.LongType, T.IntegerType)):
+        return
+    how = {
+        T.TimestampNTZType: "it is TIMESTAMP_NTZ (no time zone): convert it to a UTC instant, e.g. "
+                            "F.to_utc_timestamp(F.col(c), 'Europe/Paris').cast('timestamp') or, for UTC wall "
+                            "times, F.col(c).cast('timestamp') with spark.sql.session.timeZone=UTC",
+        T.StringType: "it is a string: parse it first, e.g. F.to_timestamp(F.col(c)) for ISO-8601 text "
+                      "with an offset",
+    }.get(type(dtype), f"it is {dtype.simpleString()}")
+    raise BindingError(f"input {b.name!r}: {role} column {name!r} must be a timestamp or integer microseconds; "
+                       + how.replace("(c)", f"({name!r})"))
+
+
+def _micros(column: Column, dtype: T.DataType) -> Column:
+    micros = F.unix_micros(column) if isinstance(dtype, T.TimestampType) else column.cast("long")
+    # datetime.max (and anything past the greatest finite time) is INFINITY
+    return F.when(micros > F.lit(MAX_MICROS), F.lit(INFINITY_MICROS)).otherwise(micros)
+
+
+def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
+    """The input as rows in arrival order: ``_sq_seq`` (increasing with arrival), ``_sq_kind``,
+    ``_sq_start``/``_sq_end`` in microseconds, ``_sq_bad`` (the reason a row is bad, or null),
+    then the payload fields converted to their Spark types.
+
+    ``cti_rows`` (``_sq_arrival``, ``_sq_start``) are CTIs imported from another input, merged
+    into the arrival order.
+    """
+    check_binding(b)
+    df = b.source
+    types = {f.name: f.dataType for f in df.schema.fields}
+    start = _micros(F.col(b.start), types[b.start])
+    is_cti = F.upper(F.col(b.kind)) == "CTI" if b.kind is not None else F.lit(False)
+    is_insert = F.upper(F.col(b.kind)) == "INSERT" if b.kind is not None else F.lit(True)
+    if b.node.shape is Shape.POINT:
+        end = F.when(start >= F.lit(MAX_MICROS), F.lit(INFINITY_MICROS)).otherwise(start + 1)
+    else:
+        assert b.end is not None
+        end = _micros(F.col(b.end), types[b.end])
+    kind = F.when(is_cti, F.lit(scan.CTI)).otherwise(F.lit(scan.INSERT))
+    reasons = [
+        (~(is_cti | is_insert), F.concat(F.lit(f"{b.kind} is neither INSERT nor CTI: "),
+                                         F.coalesce(F.col(b.kind) if b.kind else F.lit(""), F.lit("null")))),
+        (F.col(b.start).isNull(), F.lit(f"{b.start} is null")),
+    ]
+    if b.end is not None:
+        reasons += [
+            (~is_cti & F.col(b.end).isNull(), F.lit(f"{b.end} is null")),
+            (~is_cti & (end <= start), F.lit(f"{b.end} is not after {b.start}")),
+        ]
+    if b.arrival is not None:
+        reasons.append((F.col(b.arrival).isNull(), F.lit(f"{b.arrival} is null")))
+    payload = []
+    for field in b.node.schema.fields:
+        converted = column_for_field(F.col(field.name), types[field.name], field.type, field.name)
+        payload.append(converted.alias(field.name))
+        for check, path in _null_checks(F.col(field.name), field.type, field.name):
+            reasons.append((~is_cti & check, F.lit(f"{path} is null but {b.node.schema.name}.{path} is not Optional")))
+    bad = F.lit(None).cast("string")
+    for condition, reason in reversed(reasons):
+        bad = F.when(condition, reason).otherwise(bad)
+    rows = df.select(
+        kind.alias(KIND), start.alias(START), end.alias(END), bad.alias(BAD),
+        (F.col(b.arrival) if b.arrival is not None else F.lit(None)).alias(ARRIVAL),
+        *payload,
+    )
+    if cti_rows is not None:
+        imported = cti_rows.select(
+            F.lit(scan.CTI).alias(KIND), F.col(START), F.lit(None).cast("long").alias(END),
+            F.lit(None).cast("string").alias(BAD), F.col(ARRIVAL),
+            *[F.lit(None).cast(dt).alias(name) for name, dt in
+              ((f.name, rows.schema[f.name].dataType) for f in b.node.schema.fields)],
+        )
+        rows = rows.unionByName(imported)
+    if b.arrival is not None:
+        # events before CTIs at equal arrival; range partitioning keeps each partition a
+        # contiguous stretch of arrival order, without gathering the input in one place
+        order = [F.col(ARRIVAL).asc_nulls_first(), (F.col(KIND) == scan.CTI).asc()]
+        rows = rows.repartitionByRange(*order).sortWithinPartitions(*order)
+    return rows.withColumn(SEQ, F.monotonically_increasing_id())
+
+
+def _null_checks(column: Column, vtype: ValueType, path: str) -> list[tuple[Column, str]]:
+    checks = [] if vtype.nullable else [(column.isNull(), path)]
+    if vtype.kind is Kind.STRUCT:
+        assert vtype.schema is not None
+        for f in vtype.schema.fields:
+            nested = _null_checks(column.getField(f.name), f.type, f"{path}.{f.name}")
+            checks += [(column.isNotNull() & c, p) for c, p in nested]
+    return checks
+
+
+def scan_settings(settings: AdvanceTimeSettings | None) -> scan.ScanSettings:
+    generation = settings.generation if settings is not None else None
+    return scan.ScanSettings(
+        every_events=generation.every_events if generation is not None else None,
+        every=duration_micros(generation.every) if generation is not None and generation.every is not None else None,
+        delay=duration_micros(generation.delay) if generation is not None else 0,
+        adjust=settings is not None and settings.policy is AdvanceTimePolicy.ADJUST,
+    )
+
+
+# --- the scan ----------------------------------------------------------------------------------
+
+_SUMMARY_SCHEMA = T.StructType([
+    T.StructField("partition", T.LongType()), T.StructField("rows", T.LongType()),
+    T.StructField("eligible", T.LongType()), T.StructField("max_start", T.LongType()),
+    T.StructField("max_cti_row", T.LongType()), T.StructField("min_checked", T.LongType()),
+    T.StructField("locally_certain", T.BooleanType()),
+    T.StructField("tail_max", T.ArrayType(T.LongType())),
+    T.StructField("bad_rows", T.LongType()), T.StructField("first_bad", T.LongType()),
+])
+
+_SIMULATION_SCHEMA = T.StructType([
+    T.StructField("record", T.IntegerType()),  # 0: the state after the partition, 1: a decision, 2: a CTI step
+    T.StructField("seq", T.LongType()), T.StructField("action", T.IntegerType()),
+    T.StructField("time", T.LongType()), T.StructField("arrival_index", T.LongType()),
+    T.StructField("cti", T.LongType()), T.StructField("count", T.LongType()),
+    T.StructField("max_start", T.LongType()), T.StructField("baseline", T.LongType()),
+    T.StructField("dropped", T.LongType()), T.StructField("adjusted", T.LongType()),
+])
+
+
+def _summarize_partitions(settings: scan.ScanSettings) -> Any:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        collected = list(batches)
+        if not collected or sum(b.num_rows for b in collected) == 0:
+            return
+        partition = int(collected[0].column("seq")[0].as_py()) >> PARTITION_BITS
+        s = scan.summarize(iter(collected), settings, partition)
+        yield pa.RecordBatch.from_pylist([{
+            "partition": s.partition, "rows": s.rows, "eligible": s.eligible, "max_start": s.max_start,
+            "max_cti_row": s.max_cti_row, "min_checked": s.min_checked, "locally_certain": s.locally_certain,
+            "tail_max": list(s.tail_max), "bad_rows": s.bad_rows, "first_bad": s.first_bad,
+        }], schema=pa.schema([
+            ("partition", pa.int64()), ("rows", pa.int64()), ("eligible", pa.int64()), ("max_start", pa.int64()),
+            ("max_cti_row", pa.int64()), ("min_checked", pa.int64()), ("locally_certain", pa.bool_()),
+            ("tail_max", pa.list_(pa.int64())), ("bad_rows", pa.int64()), ("first_bad", pa.int64()),
+        ]))
+    return run
+
+
+def _simulate_partitions(states: Mapping[int, scan.ScanState], settings: scan.ScanSettings) -> Any:
+    arrow_schema = pa.schema([
+        ("record", pa.int32()), ("seq", pa.int64()), ("action", pa.int32()), ("time", pa.int64()),
+        ("arrival_index", pa.int64()), ("cti", pa.int64()), ("count", pa.int64()), ("max_start", pa.int64()),
+        ("baseline", pa.int64()), ("dropped", pa.int64()), ("adjusted", pa.int64()),
+    ])
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        collected = [b for b in batches if b.num_rows]
+        if not collected:
+            return
+        table = pa.Table.from_batches(collected)
+        partition = int(table.column("seq")[0].as_py()) >> PARTITION_BITS
+        if partition not in states:
+            return
+        kinds, starts, ends, bad, seqs = scan._columns(table)
+        good = ~bad
+        sim = scan.simulate(kinds[good], starts[good], ends[good], seqs[good], states[partition], settings)
+        good_seqs = seqs[good]
+        records: list[dict[str, Any]] = [{
+            "record": 0, "seq": partition, "cti": sim.state.cti, "count": sim.state.count,
+            "max_start": sim.state.max_start, "baseline": sim.state.baseline,
+            "dropped": sim.dropped, "adjusted": sim.adjusted,
+        }]
+        records += [{"record": 1, "seq": seq, "action": action, "time": time}
+                    for seq, action, time in sim.decisions]
+        records += [{"record": 2, "seq": int(good_seqs[index]), "time": cti} for index, cti in sim.cti_changes]
+        for start in range(0, len(records), 65536):
+            yield pa.RecordBatch.from_pylist(records[start:start + 65536], schema=arrow_schema)
+    return run
+
+
+def _compact(prepared: DataFrame) -> DataFrame:
+    return prepared.select(
+        F.col(SEQ).alias("seq"), F.col(KIND).alias("kind"), F.col(START).alias("start"),
+        F.col(END).alias("end"), F.col(BAD).isNotNull().alias("bad"))
+
+
+@attrs.define
+class Ingress:
+    """The outcome of one input's scan: accepted events and the CTIs."""
+
+    events: DataFrame  # _sq_start, _sq_end, _sq_closed, payload fields
+    final_cti: int | None
+    dropped: int
+    adjusted: int
+    bad_rows: int
+    cti_steps: DataFrame | None  # (_sq_arrival, _sq_start=CTI) for inputs that import these CTIs
+    persisted: list[DataFrame]
+
+
+def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: bool,
+                imported_arrival: bool) -> Ingress:
+    """Scans one input. ``imported`` is the ingress of the input whose CTIs this one imports;
+    when both have arrival columns (``imported_arrival``) its CTI steps join the arrival order."""
+    cti_rows = imported.cti_steps if imported is not None and imported_arrival else None
+    prepared = prepare(b, cti_rows)
+    settings = scan_settings(b.advance_time)
+    compact = _compact(prepared)
+    summaries = sorted(
+        (row.asDict() for row in compact.mapInArrow(_summarize_partitions(settings), _SUMMARY_SCHEMA).collect()),
+        key=lambda r: r["partition"])
+    bad_rows = sum(s["bad_rows"] for s in summaries)
+    if bad_rows and b.bad_rows == "error":
+        first = min(s["first_bad"] for s in summaries if s["first_bad"] >= 0)
+        row = prepared.filter(F.col(SEQ) == first).select(BAD).first()
+        raise BadInputError(f"input {b.name!r}: bad row ({row[0] if row else 'unknown'}); "
+                            "bind with bad_rows='drop' to drop and count such rows")
+    persisted: list[DataFrame] = []
+    state = scan.ScanState()
+    states: dict[int, scan.ScanState] = {}
+    dropped = adjusted = 0
+    decisions: list[DataFrame] = []
+    cached_compact: DataFrame | None = None
+    for s in summaries:
+        states[s["partition"]] = state
+        summary = scan.Summary(**{**s, "tail_max": tuple(s["tail_max"] or ())})
+        after = scan.clean_transfer(summary, state, settings)
+        if after is not None:
+            state = after
+            continue
+        if cached_compact is None:
+            cached_compact = compact.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(cached_compact)
+        one = cached_compact.filter(F.shiftright(F.col("seq"), PARTITION_BITS) == s["partition"])
+        simulated = one.mapInArrow(_simulate_partitions({s["partition"]: state}, settings),
+                                   _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(simulated)
+        record = simulated.filter(F.col("record") == 0).first()
+        assert record is not None
+        state = scan.ScanState(record["cti"], record["count"], record["max_start"], record["baseline"])
+        dropped += record["dropped"]
+        adjusted += record["adjusted"]
+        decisions.append(simulated.filter(F.col("record") == 1))
+    final = state.cti
+    if flush:
+        final = INFINITY_MICROS
+    if imported is not None and imported.final_cti is not None:
+        final = imported.final_cti if final == scan.NONE else max(final, imported.final_cti)
+    events = prepared.filter(F.col(BAD).isNull() & (F.col(KIND) != scan.CTI))
+    if decisions:
+        applied = decisions[0]
+        for more in decisions[1:]:
+            applied = applied.unionByName(more)
+        applied = applied.select(F.col("seq").alias("_sq_d_seq"), F.col("action").alias("_sq_action"),
+                                 F.col("time").alias("_sq_time"))
+        events = events.join(applied, events[SEQ] == applied["_sq_d_seq"], "left")
+        events = events.filter(F.col("_sq_action").isNull() | (F.col("_sq_action") != scan.DROP))
+        events = events.withColumn(START, F.when(F.col("_sq_action") == scan.ADJUST_START, F.col("_sq_time"))
+                                   .otherwise(F.col(START)))
+    steps = None
+    if want_steps:
+        steps = _cti_steps(prepared, compact, states, settings, imported)
+    payload = [f.name for f in b.node.schema.fields]
+    return Ingress(
+        events=events.select(START, END, F.lit(True).alias(CLOSED), *payload),
+        final_cti=None if final == scan.NONE else final,
+        dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
+        cti_steps=steps, persisted=persisted,
+    )
+
+
+def _cti_steps(prepared: DataFrame, compact: DataFrame, states: Mapping[int, scan.ScanState],
+               settings: scan.ScanSettings, imported: Ingress | None) -> DataFrame:
+    """Every change of this input's CTI, at the arrival of the row after which it happened."""
+    simulated = compact.mapInArrow(_simulate_partitions(dict(states), settings), _SIMULATION_SCHEMA)
+    steps = simulated.filter(F.col("record") == 2).select(F.col("seq").alias("_sq_step_seq"),
+                                                          F.col("time").alias("_sq_step_cti"))
+    arrivals = prepared.select(SEQ, ARRIVAL)
+    return (steps.join(arrivals, steps["_sq_step_seq"] == arrivals[SEQ])
+            .select(F.col(ARRIVAL), F.col("_sq_step_cti").alias(START)))
+
+
+__all__ = ["Binding", "Ingress", "check_binding", "prepare", "run_ingress", "np"]

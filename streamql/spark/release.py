@@ -1,0 +1,29 @@
+"""The release rule (DESIGN §5) on Spark: which events of the query's output are released,
+given the output CTI at the end of the run."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from streamql.events import EdgeKind, Shape
+from streamql.spark.ingress import CLOSED, END, START
+from streamql.spark.operators import shifted
+from streamql.time import INFINITY_MICROS
+
+EDGE_KIND, EDGE_TIME = "_sq_edge", "_sq_time"
+
+
+def release(events: DataFrame, cti: int | None, output: Shape, payload: list[str]) -> DataFrame:
+    """Released intervals (``_sq_start``, ``_sq_end`` + payload) for INTERVAL and POINT output;
+    released edges (``_sq_edge``, ``_sq_time``, ``_sq_start`` + payload) for EDGE output."""
+    before_cti = F.col(START) < F.lit(cti) if cti is not None else F.lit(False)
+    if output is Shape.INTERVAL:
+        return events.filter(F.col(CLOSED) & before_cti).select(START, END, *payload)
+    if output is Shape.POINT:
+        return events.filter(before_cti).select(START, shifted(F.col(START), 1).alias(END), *payload)
+    started = events.filter(before_cti)
+    starts = started.select(F.lit(EdgeKind.START.value).alias(EDGE_KIND), F.col(START).alias(EDGE_TIME),
+                            START, *payload)
+    ends = (started.filter(F.col(CLOSED) & (F.col(END) != F.lit(INFINITY_MICROS)))
+            .select(F.lit(EdgeKind.END.value).alias(EDGE_KIND), F.col(END).alias(EDGE_TIME), START, *payload))
+    return starts.unionByName(ends)

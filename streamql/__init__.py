@@ -9,7 +9,7 @@ from streamql.advance_time import AdvanceTimeGeneration, AdvanceTimeImport, Adva
 from streamql.binder import Binder
 from streamql.errors import BadInputError, BindingError, ExpressionError, SchemaError, StreamqlError
 from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, Result, Shape, StartEdge
-from streamql.expr.trace import coalesce, greatest, if_, is_in, is_null, least, length
+from streamql.expr.trace import coalesce, greatest, if_, is_in, is_null, least, length, not_
 from streamql.query.stream import Stream, input
 from streamql.time import INFINITY, TICK
 
@@ -18,5 +18,5 @@ __all__ = [
     "AdvanceTimeSettings", "BadInputError", "Binder", "BindingError", "Cti", "Edge", "EdgeKind",
     "EndEdge", "Event", "ExpressionError", "Insert", "Result", "SchemaError", "Shape", "StartEdge",
     "Stream", "StreamqlError", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
-    "length", "reference",
+    "length", "not_", "reference",
 ]

@@ -307,6 +307,13 @@ def is_in(x: X, values: Iterable[X]) -> bool:
     return cast(bool, wrap(Call(ValueType(Kind.BOOL, nullable), "is_in", (node,), constants)))
 
 
+def not_(cond: bool) -> bool:
+    """The negation of a condition: ``~cond`` at run time, typed ``bool`` for mypy (whose
+    stubs type ``~`` on a bool as ``int``)."""
+    node = to_expr(cond)
+    return cast(bool, wrap(Unary(rules.unary_type("not", node), "not", node)))
+
+
 def is_null(x: object) -> bool:
     """Whether ``x`` is null (use this, not ``x is None``, inside a query)."""
     return cast(bool, wrap(Call(ValueType(Kind.BOOL), "is_null", (to_expr(x),), ())))

@@ -17,8 +17,6 @@ on the time columns only — never on payloads.
 """
 from __future__ import annotations
 
-from typing import Iterator
-
 import attrs
 import numpy as np
 import pyarrow as pa
@@ -58,9 +56,9 @@ class ScanState:
 
 @attrs.frozen
 class Summary:
-    """One partition's scan summary (computed without knowing its incoming state)."""
+    """One scan unit's summary (computed without knowing its incoming state)."""
 
-    partition: int
+    unit: int
     rows: int
     eligible: int  # inserts and start edges: the events CTI generation counts
     max_start: int
@@ -83,13 +81,39 @@ def _shift(t: int, d: int) -> int:
 # --- step 1: per-partition summaries ----------------------------------------------------------
 
 
-def summarize(batches: Iterator[pa.RecordBatch], settings: ScanSettings, partition: int) -> Summary:
-    table = pa.Table.from_batches(list(batches)) if batches is not None else None
-    kinds, starts, ends, bad, seqs = _columns(table)
-    good = ~bad
-    bad_count = int(bad.sum())
-    first_bad = int(seqs[bad][0]) if bad_count else -1
-    kinds, starts, ends = kinds[good], starts[good], ends[good]
+@attrs.frozen
+class Rows:
+    """A run of input rows in arrival order (the time columns only)."""
+
+    kinds: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    bad: np.ndarray
+    seqs: np.ndarray
+
+    def slice(self, lo: int, hi: int) -> Rows:
+        return Rows(self.kinds[lo:hi], self.starts[lo:hi], self.ends[lo:hi], self.bad[lo:hi], self.seqs[lo:hi])
+
+    def good(self) -> Rows:
+        keep = ~self.bad
+        return Rows(self.kinds[keep], self.starts[keep], self.ends[keep], self.bad[keep], self.seqs[keep])
+
+
+def rows_of(table: pa.Table) -> Rows:
+    return Rows(
+        kinds=table.column("kind").to_numpy().astype(np.int64),
+        starts=table.column("start").fill_null(0).to_numpy().astype(np.int64),
+        ends=table.column("end").fill_null(0).to_numpy().astype(np.int64),
+        bad=table.column("bad").to_numpy(zero_copy_only=False).astype(bool),
+        seqs=table.column("seq").to_numpy().astype(np.int64),
+    )
+
+
+def summarize(rows: Rows, settings: ScanSettings, unit: int) -> Summary:
+    bad_count = int(rows.bad.sum())
+    first_bad = int(rows.seqs[rows.bad][0]) if bad_count else -1
+    good = rows.good()
+    kinds, starts, ends = good.kinds, good.starts, good.ends
     eligible = (kinds == INSERT) | (kinds == START_EDGE)
     checked = eligible | (kinds == END_EDGE)
     values = np.where(kinds == END_EDGE, ends, starts)
@@ -107,7 +131,7 @@ def summarize(batches: Iterator[pa.RecordBatch], settings: ScanSettings, partiti
         running = np.maximum.accumulate(starts[eligible])
         tail = tuple(int(v) for v in running[-settings.every_events:])
     return Summary(
-        partition=partition,
+        unit=unit,
         rows=int(len(kinds)),
         eligible=int(eligible.sum()),
         max_start=int(elig_starts.max()) if len(kinds) else NONE,
@@ -125,18 +149,6 @@ def _exclusive_running_max(values: np.ndarray) -> np.ndarray:
         return values
     running = np.maximum.accumulate(values)
     return np.concatenate([[NONE], running[:-1]]).astype(np.int64)
-
-
-def _columns(table: pa.Table | None) -> tuple[np.ndarray, ...]:
-    if table is None or table.num_rows == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, np.zeros(0, dtype=bool), empty
-    kinds = table.column("kind").to_numpy().astype(np.int64)
-    starts = table.column("start").fill_null(0).to_numpy().astype(np.int64)
-    ends = table.column("end").fill_null(0).to_numpy().astype(np.int64)
-    bad = table.column("bad").to_numpy(zero_copy_only=False).astype(bool)
-    seqs = table.column("seq").to_numpy().astype(np.int64)
-    return kinds, starts, ends, bad, seqs
 
 
 # --- step 2: the exact state after a partition --------------------------------------------------

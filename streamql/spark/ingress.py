@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -27,7 +27,9 @@ from streamql.time import INFINITY_MICROS, MAX_MICROS, duration_micros
 
 SEQ, KIND, START, END, BAD, CLOSED, ARRIVAL = (
     "_sq_seq", "_sq_kind", "_sq_start", "_sq_end", "_sq_bad", "_sq_closed", "_sq_arrival")
-PARTITION_BITS = 33  # monotonically_increasing_id keeps the partition index above bit 33
+#: a row's scan unit (a run of arrival order) is ``_sq_seq >> 33``: monotonically_increasing_id
+#: keeps the partition index there, and arrival-ordered inputs put their arrival range there
+PARTITION_BITS = 33
 
 
 @attrs.frozen
@@ -164,11 +166,35 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
         )
         rows = rows.unionByName(imported)
     if b.arrival is not None:
-        # events before CTIs at equal arrival; range partitioning keeps each partition a
-        # contiguous stretch of arrival order, without gathering the input in one place
-        order = [F.col(ARRIVAL).asc_nulls_first(), (F.col(KIND) == scan.CTI).asc()]
-        rows = rows.repartitionByRange(*order).sortWithinPartitions(*order)
+        return _in_arrival_order(rows, [f.name for f in b.node.schema.fields])
+    # file/partition order: the partition index sits above bit 33 of the id, so each Spark
+    # partition is one scan unit
     return rows.withColumn(SEQ, F.monotonically_increasing_id())
+
+
+def _in_arrival_order(rows: DataFrame, payload: list[str]) -> DataFrame:
+    """Rows numbered in arrival order: ``_sq_seq`` = (arrival range << 33) | position in the range.
+
+    The ranges come from quantiles of the arrival column fixed once as literals, and positions
+    from a total order (arrival, events before CTIs, then every column), so every job that
+    recomputes this plan numbers every row the same way — which sampling-based range
+    partitioning would not guarantee. No step gathers the input in one partition.
+    """
+    arrival = F.col(ARRIVAL)
+    key = F.unix_micros(arrival) if isinstance(rows.schema[ARRIVAL].dataType, T.TimestampType) else arrival
+    units = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+    probabilities = [i / units for i in range(1, units)]
+    bounds = sorted(set(rows.select(key.cast("double").alias("k")).approxQuantile("k", probabilities, 0.001)))
+    unit = F.lit(0)
+    for bound in bounds:
+        unit = unit + F.when(key.cast("double") >= F.lit(bound), 1).otherwise(0)
+    unit_column = "_sq_unit"
+    order = [arrival.asc_nulls_first(), (F.col(KIND) == scan.CTI).asc(), F.col(START), F.col(END),
+             *[F.col(name) for name in payload]]
+    position = F.row_number().over(Window.partitionBy(unit_column).orderBy(*order)) - 1
+    return (rows.withColumn(unit_column, unit).repartition(units, unit_column)
+            .withColumn(SEQ, F.shiftleft(F.col(unit_column).cast("long"), PARTITION_BITS) + position)
+            .drop(unit_column))
 
 
 def _null_checks(column: Column, vtype: ValueType, path: str) -> list[tuple[Column, str]]:
@@ -194,7 +220,7 @@ def scan_settings(settings: AdvanceTimeSettings | None) -> scan.ScanSettings:
 # --- the scan ----------------------------------------------------------------------------------
 
 _SUMMARY_SCHEMA = T.StructType([
-    T.StructField("partition", T.LongType()), T.StructField("rows", T.LongType()),
+    T.StructField("unit", T.LongType()), T.StructField("rows", T.LongType()),
     T.StructField("eligible", T.LongType()), T.StructField("max_start", T.LongType()),
     T.StructField("max_cti_row", T.LongType()), T.StructField("min_checked", T.LongType()),
     T.StructField("locally_certain", T.BooleanType()),
@@ -205,61 +231,64 @@ _SUMMARY_SCHEMA = T.StructType([
 _SIMULATION_SCHEMA = T.StructType([
     T.StructField("record", T.IntegerType()),  # 0: the state after the partition, 1: a decision, 2: a CTI step
     T.StructField("seq", T.LongType()), T.StructField("action", T.IntegerType()),
-    T.StructField("time", T.LongType()), T.StructField("arrival_index", T.LongType()),
+    T.StructField("time", T.LongType()),
     T.StructField("cti", T.LongType()), T.StructField("count", T.LongType()),
     T.StructField("max_start", T.LongType()), T.StructField("baseline", T.LongType()),
     T.StructField("dropped", T.LongType()), T.StructField("adjusted", T.LongType()),
 ])
 
 
-def _summarize_partitions(settings: scan.ScanSettings) -> Any:
+_SUMMARY_ARROW = pa.schema([
+    ("unit", pa.int64()), ("rows", pa.int64()), ("eligible", pa.int64()), ("max_start", pa.int64()),
+    ("max_cti_row", pa.int64()), ("min_checked", pa.int64()), ("locally_certain", pa.bool_()),
+    ("tail_max", pa.list_(pa.int64())), ("bad_rows", pa.int64()), ("first_bad", pa.int64()),
+])
+
+_SIMULATION_ARROW = pa.schema([
+    ("record", pa.int32()), ("seq", pa.int64()), ("action", pa.int32()), ("time", pa.int64()),
+    ("cti", pa.int64()), ("count", pa.int64()), ("max_start", pa.int64()),
+    ("baseline", pa.int64()), ("dropped", pa.int64()), ("adjusted", pa.int64()),
+])
+
+
+def _units(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows]]:
+    """The rows of one Spark partition split into scan units (contiguous, in arrival order)."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    rows = scan.rows_of(pa.Table.from_batches(collected))
+    units = rows.seqs >> PARTITION_BITS
+    cuts = np.flatnonzero(np.diff(units)) + 1
+    for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(units)]])):
+        yield int(units[lo]), rows.slice(int(lo), int(hi))
+
+
+def _summarize_units(settings: scan.ScanSettings) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        collected = list(batches)
-        if not collected or sum(b.num_rows for b in collected) == 0:
-            return
-        partition = int(collected[0].column("seq")[0].as_py()) >> PARTITION_BITS
-        s = scan.summarize(iter(collected), settings, partition)
-        yield pa.RecordBatch.from_pylist([{
-            "partition": s.partition, "rows": s.rows, "eligible": s.eligible, "max_start": s.max_start,
-            "max_cti_row": s.max_cti_row, "min_checked": s.min_checked, "locally_certain": s.locally_certain,
-            "tail_max": list(s.tail_max), "bad_rows": s.bad_rows, "first_bad": s.first_bad,
-        }], schema=pa.schema([
-            ("partition", pa.int64()), ("rows", pa.int64()), ("eligible", pa.int64()), ("max_start", pa.int64()),
-            ("max_cti_row", pa.int64()), ("min_checked", pa.int64()), ("locally_certain", pa.bool_()),
-            ("tail_max", pa.list_(pa.int64())), ("bad_rows", pa.int64()), ("first_bad", pa.int64()),
-        ]))
+        summaries = [attrs.asdict(scan.summarize(rows, settings, unit)) for unit, rows in _units(batches)]
+        if summaries:
+            yield pa.RecordBatch.from_pylist([{**s, "tail_max": list(s["tail_max"])} for s in summaries],
+                                             schema=_SUMMARY_ARROW)
     return run
 
 
-def _simulate_partitions(states: Mapping[int, scan.ScanState], settings: scan.ScanSettings) -> Any:
-    arrow_schema = pa.schema([
-        ("record", pa.int32()), ("seq", pa.int64()), ("action", pa.int32()), ("time", pa.int64()),
-        ("arrival_index", pa.int64()), ("cti", pa.int64()), ("count", pa.int64()), ("max_start", pa.int64()),
-        ("baseline", pa.int64()), ("dropped", pa.int64()), ("adjusted", pa.int64()),
-    ])
-
+def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSettings) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        collected = [b for b in batches if b.num_rows]
-        if not collected:
-            return
-        table = pa.Table.from_batches(collected)
-        partition = int(table.column("seq")[0].as_py()) >> PARTITION_BITS
-        if partition not in states:
-            return
-        kinds, starts, ends, bad, seqs = scan._columns(table)
-        good = ~bad
-        sim = scan.simulate(kinds[good], starts[good], ends[good], seqs[good], states[partition], settings)
-        good_seqs = seqs[good]
-        records: list[dict[str, Any]] = [{
-            "record": 0, "seq": partition, "cti": sim.state.cti, "count": sim.state.count,
-            "max_start": sim.state.max_start, "baseline": sim.state.baseline,
-            "dropped": sim.dropped, "adjusted": sim.adjusted,
-        }]
-        records += [{"record": 1, "seq": seq, "action": action, "time": time}
-                    for seq, action, time in sim.decisions]
-        records += [{"record": 2, "seq": int(good_seqs[index]), "time": cti} for index, cti in sim.cti_changes]
-        for start in range(0, len(records), 65536):
-            yield pa.RecordBatch.from_pylist(records[start:start + 65536], schema=arrow_schema)
+        for unit, rows in _units(batches):
+            if unit not in states:
+                continue
+            good = rows.good()
+            sim = scan.simulate(good.kinds, good.starts, good.ends, good.seqs, states[unit], settings)
+            records: list[dict[str, Any]] = [{
+                "record": 0, "seq": unit, "cti": sim.state.cti, "count": sim.state.count,
+                "max_start": sim.state.max_start, "baseline": sim.state.baseline,
+                "dropped": sim.dropped, "adjusted": sim.adjusted,
+            }]
+            records += [{"record": 1, "seq": seq, "action": action, "time": time}
+                        for seq, action, time in sim.decisions]
+            records += [{"record": 2, "seq": int(good.seqs[index]), "time": cti} for index, cti in sim.cti_changes]
+            for first in range(0, len(records), 65536):
+                yield pa.RecordBatch.from_pylist(records[first:first + 65536], schema=_SIMULATION_ARROW)
     return run
 
 
@@ -291,8 +320,8 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     settings = scan_settings(b.advance_time)
     compact = _compact(prepared)
     summaries = sorted(
-        (row.asDict() for row in compact.mapInArrow(_summarize_partitions(settings), _SUMMARY_SCHEMA).collect()),
-        key=lambda r: r["partition"])
+        (row.asDict() for row in compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
+        key=lambda r: r["unit"])
     bad_rows = sum(s["bad_rows"] for s in summaries)
     if bad_rows and b.bad_rows == "error":
         first = min(s["first_bad"] for s in summaries if s["first_bad"] >= 0)
@@ -306,7 +335,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     decisions: list[DataFrame] = []
     cached_compact: DataFrame | None = None
     for s in summaries:
-        states[s["partition"]] = state
+        states[s["unit"]] = state
         summary = scan.Summary(**{**s, "tail_max": tuple(s["tail_max"] or ())})
         after = scan.clean_transfer(summary, state, settings)
         if after is not None:
@@ -315,8 +344,8 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         if cached_compact is None:
             cached_compact = compact.persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(cached_compact)
-        one = cached_compact.filter(F.shiftright(F.col("seq"), PARTITION_BITS) == s["partition"])
-        simulated = one.mapInArrow(_simulate_partitions({s["partition"]: state}, settings),
+        one = cached_compact.filter(F.shiftright(F.col("seq"), PARTITION_BITS) == s["unit"])
+        simulated = one.mapInArrow(_simulate_units({s["unit"]: state}, settings),
                                    _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
         record = simulated.filter(F.col("record") == 0).first()
@@ -356,7 +385,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
 def _cti_steps(prepared: DataFrame, compact: DataFrame, states: Mapping[int, scan.ScanState],
                settings: scan.ScanSettings, imported: Ingress | None) -> DataFrame:
     """Every change of this input's CTI, at the arrival of the row after which it happened."""
-    simulated = compact.mapInArrow(_simulate_partitions(dict(states), settings), _SIMULATION_SCHEMA)
+    simulated = compact.mapInArrow(_simulate_units(dict(states), settings), _SIMULATION_SCHEMA)
     steps = simulated.filter(F.col("record") == 2).select(F.col("seq").alias("_sq_step_seq"),
                                                           F.col("time").alias("_sq_step_cti"))
     arrivals = prepared.select(SEQ, ARRIVAL)

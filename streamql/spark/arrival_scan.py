@@ -99,13 +99,22 @@ class Rows:
         return Rows(self.kinds[keep], self.starts[keep], self.ends[keep], self.bad[keep], self.seqs[keep])
 
 
-def rows_of(table: pa.Table) -> Rows:
+def rows_of(table: pa.Table, partition: int) -> Rows:
+    """The rows of an Arrow table with ``start`` (null for a bad row) and, where the input needs
+    them, ``kind``, ``end`` and ``seq``; absent columns mean all INSERTs, ends that no decision
+    reads, and file order (``seq`` = partition << 33 | row index, as monotonically_increasing_id)."""
+    names = set(table.schema.names)
+    n = table.num_rows
+    start_column = table.column("start")
+    bad = start_column.is_null().to_numpy(zero_copy_only=False).astype(bool)
+    starts = start_column.fill_null(0).to_numpy().astype(np.int64)
     return Rows(
-        kinds=table.column("kind").to_numpy().astype(np.int64),
-        starts=table.column("start").fill_null(0).to_numpy().astype(np.int64),
-        ends=table.column("end").fill_null(0).to_numpy().astype(np.int64),
-        bad=table.column("bad").to_numpy(zero_copy_only=False).astype(bool),
-        seqs=table.column("seq").to_numpy().astype(np.int64),
+        kinds=table.column("kind").to_numpy().astype(np.int64) if "kind" in names else np.zeros(n, np.int64),
+        starts=starts,
+        ends=table.column("end").fill_null(0).to_numpy().astype(np.int64) if "end" in names else starts + 1,
+        bad=bad,
+        seqs=(table.column("seq").to_numpy().astype(np.int64) if "seq" in names
+              else (partition << 33) + np.arange(n, dtype=np.int64)),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Literal, Mapping
 import attrs
 import numpy as np
 import pyarrow as pa
-from pyspark import StorageLevel
+from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -256,7 +256,8 @@ def _units(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows]]
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
-    rows = scan.rows_of(pa.Table.from_batches(collected))
+    partition = TaskContext.get().partitionId()  # type: ignore[union-attr]
+    rows = scan.rows_of(pa.Table.from_batches(collected), partition)
     units = rows.seqs >> PARTITION_BITS
     cuts = np.flatnonzero(np.diff(units)) + 1
     for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(units)]])):
@@ -292,10 +293,18 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
     return run
 
 
-def _compact(prepared: DataFrame) -> DataFrame:
-    return prepared.select(
-        F.col(SEQ).alias("seq"), F.col(KIND).alias("kind"), F.col(START).alias("start"),
-        F.col(END).alias("end"), F.col(BAD).isNotNull().alias("bad"))
+def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool) -> DataFrame:
+    """The time columns the scan reads, and only those (each costs an Arrow transfer):
+    ``start`` (null for a bad row), ``kind`` if the input can hold CTI rows, ``end`` if a
+    decision can depend on it (ADJUST), ``seq`` if arrival order is not partition order."""
+    columns = [F.when(F.col(BAD).isNull(), F.col(START)).alias("start")]
+    if b.kind is not None or imports_ctis:
+        columns.append(F.col(KIND).alias("kind"))
+    if b.advance_time is not None and b.advance_time.policy is AdvanceTimePolicy.ADJUST:
+        columns.append(F.col(END).alias("end"))
+    if b.arrival is not None:
+        columns.append(F.col(SEQ).alias("seq"))
+    return prepared.select(*columns)
 
 
 @attrs.define
@@ -318,7 +327,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     cti_rows = imported.cti_steps if imported is not None and imported_arrival else None
     prepared = prepare(b, cti_rows)
     settings = scan_settings(b.advance_time)
-    compact = _compact(prepared)
+    compact = _compact(prepared, b, cti_rows is not None)
     summaries = sorted(
         (row.asDict() for row in compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
         key=lambda r: r["unit"])
@@ -344,7 +353,9 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         if cached_compact is None:
             cached_compact = compact.persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(cached_compact)
-        one = cached_compact.filter(F.shiftright(F.col("seq"), PARTITION_BITS) == s["unit"])
+        unit_of_row = (F.shiftright(F.col("seq"), PARTITION_BITS) if b.arrival is not None
+                       else F.spark_partition_id())
+        one = cached_compact.filter(unit_of_row == s["unit"])
         simulated = one.mapInArrow(_simulate_units({s["unit"]: state}, settings),
                                    _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)

@@ -39,11 +39,11 @@ class Usage:
 def readings(spark: SparkSession, n: int, partitions: int, late_every: int | None) -> DataFrame:
     """``n`` point readings generated in Spark, one per millisecond, slightly out of order
     (each start moves back by up to 0.6 ms); with ``late_every``, every such event arrives
-    a full second late, beyond the CTI delay."""
+    five seconds late, beyond the CTI delay."""
     ids = spark.range(0, n, 1, partitions)
     start = F.col("id") * 1000 - (F.col("id") % 7) * 100
     if late_every is not None:
-        start = F.when(F.col("id") % late_every == 0, start - 1_000_000).otherwise(start)
+        start = F.when(F.col("id") % late_every == 0, start - 5_000_000).otherwise(start)
     return ids.select(
         start.alias("ts"),
         F.concat(F.lit("m"), (F.col("id") % 1000).cast("string")).alias("meter"),

@@ -202,59 +202,127 @@ class Simulation:
     adjusted: int
 
 
+@attrs.define
+class _Scanner:
+    """The CTI rule of DESIGN §5 over rows in arrival order, exactly as the reference ingress
+    (``streamql.reference.inputs``) applies it: ``step`` takes one row; ``skip`` takes a run of
+    rows that ``next_stop`` proved change nothing but the count and the greatest start."""
+
+    kinds: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    seqs: np.ndarray
+    settings: ScanSettings
+    cti: int
+    count: int
+    max_start: int
+    baseline: int
+    decisions: list[tuple[int, int, int]] = attrs.Factory(list)
+    changes: list[tuple[int, int]] = attrs.Factory(list)
+    dropped: int = 0
+    adjusted: int = 0
+
+    def step(self, i: int) -> None:
+        kind = int(self.kinds[i])
+        if kind == CTI:
+            if int(self.starts[i]) > self.cti:
+                self.cti = int(self.starts[i])
+                self.changes.append((i, self.cti))
+            return
+        cti = self.cti
+        if kind == END_EDGE:
+            if int(self.ends[i]) < cti:
+                if self.settings.adjust:
+                    self.decisions.append((int(self.seqs[i]), ADJUST_END, cti))
+                    self.adjusted += 1
+                else:
+                    self.decisions.append((int(self.seqs[i]), DROP, 0))
+                    self.dropped += 1
+            return
+        start = int(self.starts[i])
+        end = INFINITY_MICROS if kind == START_EDGE else int(self.ends[i])
+        if start < cti:
+            if self.settings.adjust and end > cti:
+                start = cti
+                self.decisions.append((int(self.seqs[i]), ADJUST_START, cti))
+                self.adjusted += 1
+            else:
+                self.decisions.append((int(self.seqs[i]), DROP, 0))
+                self.dropped += 1
+                return
+        self.max_start = max(self.max_start, start)
+        settings = self.settings
+        if not settings.generates:
+            return
+        self.count += 1
+        if settings.every_events is not None:
+            trigger = self.count % settings.every_events == 0
+        elif self.baseline == NONE:
+            self.baseline, trigger = start, False
+        else:
+            assert settings.every is not None
+            trigger = start >= _shift(self.baseline, settings.every)
+            if trigger:
+                self.baseline = start
+        if trigger:
+            generated = max(cti, _shift(self.max_start, -settings.delay))
+            if generated > cti:
+                self.cti = generated
+                self.changes.append((i, generated))
+
+    def next_stop(self, lo: int, hi: int) -> int:
+        """The first row in ``[lo, hi)`` that ``step`` must take (``hi`` if none): a late event or
+        end edge, a CTI row that moves the CTI, the event that generates a CTI or sets the first
+        ``every=`` baseline."""
+        kinds, starts = self.kinds[lo:hi], self.starts[lo:hi]
+        eligible = (kinds == INSERT) | (kinds == START_EDGE)
+        late = eligible & (starts < self.cti)
+        late |= (kinds == END_EDGE) & (self.ends[lo:hi] < self.cti)
+        late |= (kinds == CTI) & (starts > self.cti)
+        accepted = eligible & ~late
+        settings = self.settings
+        if settings.every_events is not None:
+            need = settings.every_events - self.count % settings.every_events
+            late |= accepted & (np.cumsum(accepted) == need)
+        elif settings.every is not None:
+            if self.baseline == NONE:
+                late |= accepted
+            else:
+                late |= accepted & (starts >= _shift(self.baseline, settings.every))
+        found = np.flatnonzero(late)
+        return lo + int(found[0]) if len(found) else hi
+
+    def skip(self, lo: int, hi: int) -> None:
+        if hi <= lo:
+            return
+        kinds = self.kinds[lo:hi]
+        eligible = (kinds == INSERT) | (kinds == START_EDGE)
+        if eligible.any():
+            self.max_start = max(self.max_start, int(self.starts[lo:hi][eligible].max()))
+            if self.settings.generates:
+                self.count += int(eligible.sum())
+
+
 def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
              state: ScanState, settings: ScanSettings) -> Simulation:
-    """Runs rows in arrival order through the CTI rule of DESIGN §5, exactly as the reference
-    ingress does, and returns the decisions that differ from "accept unchanged"."""
-    cti, count, max_start, baseline = state.cti, state.count, state.max_start, state.baseline
-    every_events, every, delay, adjust = settings.every_events, settings.every, settings.delay, settings.adjust
-    decisions: list[tuple[int, int, int]] = []
-    changes: list[tuple[int, int]] = []
-    dropped = adjusted = 0
-    for i in range(len(kinds)):
-        kind = int(kinds[i])
-        if kind == CTI:
-            if int(starts[i]) > cti:
-                cti = int(starts[i])
-                changes.append((i, cti))
+    """Runs rows in arrival order through the CTI rule and returns the decisions that differ from
+    "accept unchanged". Runs of rows that cannot change anything are taken in bulk (numpy);
+    where interesting rows are dense, rows are taken one by one."""
+    scanner = _Scanner(kinds, starts, ends, seqs, settings, state.cti, state.count, state.max_start, state.baseline)
+    n, i, window = len(kinds), 0, 4096
+    while i < n:
+        hi = min(n, i + window)
+        stop = scanner.next_stop(i, hi)
+        scanner.skip(i, stop)
+        if stop == hi:
+            i, window = hi, min(window * 2, 1 << 20)
             continue
-        if kind == END_EDGE:
-            end = int(ends[i])
-            if end < cti:
-                if adjust:
-                    decisions.append((int(seqs[i]), ADJUST_END, cti))
-                    adjusted += 1
-                else:
-                    decisions.append((int(seqs[i]), DROP, 0))
-                    dropped += 1
+        if stop - i < 64:  # interesting rows are close together: one by one is cheaper
+            for j in range(stop, min(n, stop + 512)):
+                scanner.step(j)
+            i, window = min(n, stop + 512), 4096
             continue
-        start = int(starts[i])
-        end = INFINITY_MICROS if kind == START_EDGE else int(ends[i])
-        if start < cti:
-            if adjust and end > cti:
-                start = cti
-                decisions.append((int(seqs[i]), ADJUST_START, cti))
-                adjusted += 1
-            else:
-                decisions.append((int(seqs[i]), DROP, 0))
-                dropped += 1
-                continue
-        max_start = max(max_start, start)
-        if every_events is None and every is None:
-            continue
-        count += 1
-        if every_events is not None:
-            trigger = count % every_events == 0
-        elif baseline == NONE:
-            baseline, trigger = start, False
-        else:
-            assert every is not None
-            trigger = start >= _shift(baseline, every)
-            if trigger:
-                baseline = start
-        if trigger:
-            generated = max(cti, _shift(max_start, -delay))
-            if generated > cti:
-                cti = generated
-                changes.append((i, cti))
-    return Simulation(ScanState(cti, count, max_start, baseline), decisions, changes, dropped, adjusted)
+        scanner.step(stop)
+        i, window = stop + 1, max(4096, 2 * (stop - i))
+    return Simulation(ScanState(scanner.cti, scanner.count, scanner.max_start, scanner.baseline),
+                      scanner.decisions, scanner.changes, scanner.dropped, scanner.adjusted)

@@ -30,6 +30,8 @@ SEQ, KIND, START, END, BAD, CLOSED, ARRIVAL = (
 #: a row's scan unit (a run of arrival order) is ``_sq_seq >> 33``: monotonically_increasing_id
 #: keeps the partition index there, and arrival-ordered inputs put their arrival range there
 PARTITION_BITS = 33
+#: up to this many decisions (late events dropped or moved) are broadcast to the events
+BROADCAST_DECISIONS = 2_000_000
 
 
 @attrs.frozen
@@ -377,6 +379,9 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             applied = applied.unionByName(more)
         applied = applied.select(F.col("seq").alias("_sq_d_seq"), F.col("action").alias("_sq_action"),
                                  F.col("time").alias("_sq_time"))
+        if dropped + adjusted <= BROADCAST_DECISIONS:
+            # the usual case: few late events; joining them to every partition avoids moving the events
+            applied = F.broadcast(applied)
         events = events.join(applied, events[SEQ] == applied["_sq_d_seq"], "left")
         events = events.filter(F.col("_sq_action").isNull() | (F.col("_sq_action") != scan.DROP))
         events = events.withColumn(START, F.when(F.col("_sq_action") == scan.ADJUST_START, F.col("_sq_time"))

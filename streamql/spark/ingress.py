@@ -71,6 +71,8 @@ def check_binding(b: Binding) -> None:
                            "do not bind an end column (declare Shape.INTERVAL to use one)")
     if shape is Shape.INTERVAL and b.end is None:
         raise BindingError(f"input {b.name!r} is an INTERVAL input: bind its end column with end=")
+    if shape is not Shape.EDGE and b.edge is not None:
+        raise BindingError(f"input {b.name!r} is a {shape.name} input: edge= applies to Shape.EDGE inputs only")
     if shape is Shape.EDGE:
         raise BindingError(f"input {b.name!r}: EDGE inputs run in the reference evaluator only in this version; "
                            "on Spark bind the events as INTERVAL (start and end known) or POINT")
@@ -409,4 +411,4 @@ def _cti_steps(prepared: DataFrame, compact: DataFrame, states: Mapping[int, sca
             .select(F.col(ARRIVAL), F.col("_sq_step_cti").alias(START)))
 
 
-__all__ = ["Binding", "Ingress", "check_binding", "prepare", "run_ingress", "np"]
+__all__ = ["Binding", "Ingress", "check_binding", "prepare", "run_ingress", "scan_settings"]

@@ -17,7 +17,7 @@ from streamql.spark.ingress import END, START, Binding, Ingress, run_ingress
 from streamql.spark.operators import compile_node
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release
 from streamql.spark.schema import collectable, payload_from_row
-from streamql.time import from_micros
+from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
 
 T = TypeVar("T")
 
@@ -164,10 +164,9 @@ class Binder:
         23:59:59.999999`` for an open end), then the payload fields. The input scans run now;
         the returned plan is lazy."""
         execution = self._execute(q)
-        released = execution.released(Shape.INTERVAL)
-        return released.select(F.timestamp_micros(F.col(START)).alias("start"),
-                               F.timestamp_micros(F.col(END)).alias("end"),
-                               *[f.name for f in q.node.schema.fields])
+        # what was cached for the scan is recomputed, identically, if the plan needs it again
+        execution.unpersist()
+        return _user_columns(execution.released(Shape.INTERVAL), q)
 
     def run(self, q: Stream[T], output: Shape = Shape.INTERVAL) -> Result[T]:
         """Runs ``q`` and collects what it releases as ``output`` (INTERVAL, POINT or EDGE)."""
@@ -206,17 +205,24 @@ class Binder:
             raise BindingError("CSV cannot hold nested payloads: select flat fields first or write parquet/json")
         execution = self._execute(q)
         try:
-            released = execution.released(Shape.INTERVAL)
-            out = released.select(F.timestamp_micros(F.col(START)).alias("start"),
-                                  F.timestamp_micros(F.col(END)).alias("end"),
-                                  *[f.name for f in q.node.schema.fields])
+            out = _user_columns(execution.released(Shape.INTERVAL), q)
             writer = out.write.mode(mode).format(format)
+            if format in ("csv", "json"):  # their default timestamp format drops the microseconds
+                writer = writer.option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
             if format == "csv":
                 writer = writer.option("header", "true")
             writer.save(path)
             return execution.result([], [])
         finally:
             execution.unpersist()
+
+
+def _user_columns(released: DataFrame, q: Stream[Any]) -> DataFrame:
+    """``start``, ``end`` as UTC timestamps (an open end shows as ``9999-12-31 23:59:59.999999``),
+    then the payload fields."""
+    end = F.when(F.col(END) == F.lit(INFINITY_MICROS), F.lit(MAX_MICROS + 1)).otherwise(F.col(END))
+    return released.select(F.timestamp_micros(F.col(START)).alias("start"), F.timestamp_micros(end).alias("end"),
+                           *[f.name for f in q.node.schema.fields])
 
 
 def _output_cti(node: Node, ingresses: dict[str, Ingress]) -> int | None:

@@ -29,6 +29,11 @@ def _numeric_result(op: str, left: Expr, right: Expr) -> Kind | None:
     if kinds == {Kind.INT}:
         return Kind.FLOAT if op == "/" else Kind.INT
     if Kind.DECIMAL in kinds:
+        if op in ("*", "/"):
+            raise ExpressionError(
+                f"operator {op!r} on Decimal ({left.show()} {op} {right.show()}) is not offered: Spark's "
+                "decimal(38, 18) arithmetic would round the result to 6 decimal places; use float fields "
+                "if binary floating point is precise enough")
         if Kind.FLOAT in kinds or op in ("//", "%"):
             return None  # Python refuses Decimal with float; floor division of decimals is not offered
         return Kind.DECIMAL

@@ -109,9 +109,22 @@ def _call(expr: Call, values: list[Any]) -> Any:
         i = expr.values[0]
         return s[i] if -len(s) <= i < len(s) else None
     if fn == "round":
-        # round(Decimal) without digits gives a Python int, but the node's type is Decimal
-        return coerce(expr.type, round(s, *expr.values))
+        return _round(s, expr.values[0] if expr.values else None, expr.type)
     raise TypeError(f"unknown function {fn!r}")
+
+
+def _round(value: Any, digits: int | None, vtype: ValueType) -> Any:
+    """Rounds half to even. A float is rounded as the decimal it prints as (``round(0.35, 1)`` is
+    0.4, where Python's ``round`` sees the binary value just below 0.35 and gives 0.3): this is what
+    Spark's ``bround`` does, and what a reader of the query expects."""
+    if isinstance(value, float) and digits is not None:
+        exact = decimal.Decimal(repr(value))
+        quantum = decimal.Decimal(1).scaleb(-digits)
+        return float(exact.quantize(quantum, rounding=decimal.ROUND_HALF_EVEN))
+    if isinstance(value, decimal.Decimal):
+        quantum = decimal.Decimal(1).scaleb(-(digits or 0))
+        return value.quantize(quantum, rounding=decimal.ROUND_HALF_EVEN)
+    return coerce(vtype, round(value, digits) if digits is not None else round(value))
 
 
 def coerce(vtype: ValueType, value: Any) -> Any:

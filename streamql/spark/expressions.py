@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Binary, Call, Construct, Expr, GetField, Literal, Param, Unary
 from streamql.payload import Kind, ValueType
-from streamql.spark.schema import spark_type
+from streamql.spark.schema import cast_type, spark_type
 from streamql.time import to_micros
 
 #: maps a lambda parameter index and a top-level field name to the column holding it
@@ -56,7 +56,7 @@ def construct_columns(expr: Expr, resolve: FieldResolver) -> list[tuple[str, Col
     schema = expr.type.schema
     assert schema is not None
     if isinstance(expr, Construct):
-        return [(f.name, compile_expr(a, resolve).cast(spark_type(f.type)))
+        return [(f.name, compile_expr(a, resolve).cast(cast_type(f.type)))
                 for f, a in zip(schema.fields, expr.args)]
     if isinstance(expr, Param):
         return [(f.name, resolve(expr.index, f.name)) for f in schema.fields]
@@ -99,16 +99,34 @@ def _binary(expr: Binary, left: Column, right: Column) -> Column:
             left, right = left.cast("double"), right.cast("double")
         return F.when(zero, F.lit(None)).otherwise(left / right)
     if op == "%":
-        return F.when(zero, F.lit(None)).otherwise(F.pmod(left, right))
-    # op == "//": floor division as in Python
+        return F.when(zero, F.lit(None)).otherwise(_python_mod(left, right))
+    # op == "//"
     if kind is Kind.INT:
-        exact = F.call_function("div", left - F.pmod(left, right), right)
+        exact = F.call_function("div", left - _python_mod(left, right), right)
         return F.when(zero, F.lit(None)).otherwise(exact)
-    return F.when(zero, F.lit(None)).otherwise(F.floor(left / right).cast("double"))
+    return F.when(zero, F.lit(None)).otherwise(_python_float_floordiv(left.cast("double"), right.cast("double")))
+
+
+def _python_mod(left: Column, right: Column) -> Column:
+    """Python's ``%``: the remainder takes the divisor's sign (Spark's ``%`` takes the dividend's,
+    and ``pmod`` is never negative)."""
+    remainder = left % right
+    return F.when((remainder != 0) & ((remainder < 0) != (right < 0)), remainder + right).otherwise(remainder)
+
+
+def _python_float_floordiv(left: Column, right: Column) -> Column:
+    """Python's float ``//``, step by step as CPython's ``float_floor_div`` computes it (so that
+    ``1.0 // 0.1 == 9.0``, where ``floor(1.0 / 0.1)`` would give 10.0)."""
+    mod = left % right  # fmod
+    adjust = (mod != 0) & ((right < 0) != (mod < 0))
+    div = F.when(adjust, (left - mod) / right - 1.0).otherwise((left - mod) / right)
+    floored = F.floor(div).cast("double")
+    rounded = F.when(div - floored > 0.5, floored + 1.0).otherwise(floored)
+    return F.when(div == 0, F.lit(0.0) * (left / right)).otherwise(rounded)
 
 
 def _call(expr: Call, args: list[Column]) -> Column:
-    fn, target = expr.fn, spark_type(expr.type)
+    fn, target = expr.fn, cast_type(expr.type)
     if fn == "is_null":
         return args[0].isNull()
     if fn == "coalesce":

@@ -84,9 +84,9 @@ def check_binding(b: Binding) -> None:
                                f"holding {'START/END' if role == 'edge' else 'INSERT/CTI'}")
     if b.arrival is not None:
         dtype = column("arrival", b.arrival)
-        if not isinstance(dtype, (T.NumericType, T.TimestampType, T.DateType, T.StringType)):
+        if not isinstance(dtype, (T.IntegralType, T.TimestampType)):
             raise BindingError(f"input {b.name!r}: arrival column {b.arrival!r} is {dtype.simpleString()}; "
-                               "it must be orderable (a number or a timestamp)")
+                               "it must be an integer or a timestamp column")
     for field in b.node.schema.fields:
         if field.name not in columns:
             raise BindingError(f"input {b.name!r}: the DataFrame has no column {field.name!r} for "
@@ -135,11 +135,12 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
         assert b.end is not None
         end = _micros(F.col(b.end), types[b.end])
     kind = F.when(is_cti, F.lit(scan.CTI)).otherwise(F.lit(scan.INSERT))
-    reasons = [
-        (~(is_cti | is_insert), F.concat(F.lit(f"{b.kind} is neither INSERT nor CTI: "),
-                                         F.coalesce(F.col(b.kind) if b.kind else F.lit(""), F.lit("null")))),
-        (F.col(b.start).isNull(), F.lit(f"{b.start} is null")),
-    ]
+    reasons = [(F.col(b.start).isNull(), F.lit(f"{b.start} is null"))]
+    if b.kind is not None:
+        reasons.insert(0, (F.col(b.kind).isNull() | ~(is_cti | is_insert),
+                           F.concat(F.lit(f"{b.kind} is neither INSERT nor CTI: "),
+                                    F.coalesce(F.col(b.kind), F.lit("null")))))
+        is_cti = F.coalesce(is_cti, F.lit(False))
     if b.end is not None:
         reasons += [
             (~is_cti & F.col(b.end).isNull(), F.lit(f"{b.end} is null")),
@@ -199,6 +200,11 @@ def _in_arrival_order(rows: DataFrame, payload: list[str]) -> DataFrame:
     return (rows.withColumn(unit_column, unit).repartition(units, unit_column)
             .withColumn(SEQ, F.shiftleft(F.col(unit_column).cast("long"), PARTITION_BITS) + position)
             .drop(unit_column))
+
+
+def _with_row_number(df: DataFrame) -> DataFrame:
+    """The source's own columns with the same ``_sq_seq`` as ``prepare`` gives them (partition order)."""
+    return df.withColumn(SEQ, F.monotonically_increasing_id())
 
 
 def _null_checks(column: Column, vtype: ValueType, path: str) -> list[tuple[Column, str]]:
@@ -338,8 +344,10 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     bad_rows = sum(s["bad_rows"] for s in summaries)
     if bad_rows and b.bad_rows == "error":
         first = min(s["first_bad"] for s in summaries if s["first_bad"] >= 0)
-        row = prepared.filter(F.col(SEQ) == first).select(BAD).first()
-        raise BadInputError(f"input {b.name!r}: bad row ({row[0] if row else 'unknown'}); "
+        row = _with_row_number(b.source).filter(F.col(SEQ) == first).first() if b.arrival is None else None
+        bad = prepared.filter(F.col(SEQ) == first).select(BAD).first()
+        shown = f", row {row.asDict()}" if row is not None else ""
+        raise BadInputError(f"input {b.name!r}: bad row ({bad[0] if bad else 'unknown'}{shown}); "
                             "bind with bad_rows='drop' to drop and count such rows")
     persisted: list[DataFrame] = []
     state = scan.ScanState()

@@ -40,6 +40,16 @@ def struct_type(schema: PayloadSchema) -> T.StructType:
     return T.StructType([T.StructField(f.name, spark_type(f.type), f.type.nullable) for f in schema.fields])
 
 
+def cast_type(vtype: ValueType) -> T.DataType:
+    """The type to cast an expression's column to: ``spark_type`` with every nested field
+    nullable, because Spark will not cast a nullable struct field to a NOT NULL one (nulls where
+    the payload forbids them are SQL nulls at run time, as for top-level fields)."""
+    if vtype.kind is Kind.STRUCT:
+        assert vtype.schema is not None
+        return T.StructType([T.StructField(f.name, cast_type(f.type), True) for f in vtype.schema.fields])
+    return _SCALARS[vtype.kind]
+
+
 # --- binding: can this column hold that field? -------------------------------------------
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamql as sq
+from streamql.errors import ExpressionError
 from streamql.expr.trace import trace
 from streamql.payload import schema_of
 from streamql.reference.expressions import evaluate
@@ -120,12 +121,20 @@ def test_not() -> None:
 def test_division() -> None:
     assert ev(lambda e: e.a / e.b, Row(a=7, b=2)) == 3.5  # int / int is a float division
     assert isinstance(ev(lambda e: e.a / e.b, Row(a=6, b=2)), float)
-    assert ev(lambda e: e.d / 4, Row(d=D("1"))) == D("0.25")
+    assert ev(lambda e: e.d + 4, Row(d=D("1.25"))) == D("5.25")
+
+
+def test_decimal_multiplication_and_division_are_refused() -> None:
+    # Spark's decimal(38, 18) arithmetic would round products and quotients to 6 places
+    with pytest.raises(ExpressionError, match=r"operator '/' on Decimal"):
+        ev(lambda e: e.d / 4, Row(d=D("1")))
+    with pytest.raises(ExpressionError, match=r"operator '\*' on Decimal"):
+        ev(lambda e: e.d * e.d, Row(d=D("1")))
 
 
 @pytest.mark.parametrize("fn", [
     lambda e: e.a / e.b, lambda e: e.a // e.b, lambda e: e.a % e.b,
-    lambda e: e.f / e.g, lambda e: e.f // e.g, lambda e: e.f % e.g, lambda e: e.d / e.b,
+    lambda e: e.f / e.g, lambda e: e.f // e.g, lambda e: e.f % e.g,
 ])
 def test_division_by_zero_is_null(fn: Callable[[Any], Any]) -> None:
     assert ev(fn, Row(a=7, b=0, f=1.5, g=0.0, d=D("2"))) is None

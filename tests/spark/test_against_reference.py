@@ -22,7 +22,8 @@ class P:
     o: Optional[int]
 
 
-us = lambda n: timedelta(microseconds=n)  # noqa: E731 - tiny unit helper
+def us(n: int) -> timedelta:
+    return timedelta(microseconds=n)
 
 Op = Callable[[sq.Stream[P]], sq.Stream[P]]
 
@@ -41,7 +42,7 @@ SELECTS: list[Op] = [
 
 @st.composite
 def pipelines(draw: st.DrawFn) -> list[tuple[str, Any]]:
-    ops = []
+    ops: list[tuple[str, Any]] = []
     for _ in range(draw(st.integers(0, 4))):
         kind = draw(st.sampled_from(["where", "select", "alter_duration", "alter_duration_payload",
                                      "alter_lifetime", "shift", "to_point"]))

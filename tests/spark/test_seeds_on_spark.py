@@ -163,21 +163,21 @@ def test_delay_zero_the_last_point_waits_for_the_next_cti(spark: SparkSession) -
     assert len(later.events) == 3 and later.final_cti == T3 + TICK
 
 
-def test_negative_tick_delay_commits_every_point_and_flush_releases_everything(spark: SparkSession) -> None:
-    # new AdvanceTimeGenerationSettings(1, TimeSpan.FromTicks(-1), ...): after two events both are committed
-    two = run(spark, METER_POINTS, METER_POINTS, POINT_TABLE[:2], every_event(delay=-TICK))
-    assert two.events == [sq.Event(T1, T1 + TICK, PowerReading(100)), sq.Event(T2, T2 + TICK, PowerReading(200))]
-    assert two.final_cti == T2 + TICK
-    # ... with the flush flag, "a CTI with infinite time" when the query shuts down
+def test_flush_releases_everything(spark: SparkSession) -> None:
+    # new AdvanceTimeGenerationSettings(1, TimeSpan.FromTicks(-1), true) commits every point as it
+    # comes (test_point_table_with_a_cti_one_tick_after_each_point); the flag adds "a CTI with
+    # infinite time" when the query shuts down. With a delay of an hour every generated CTI lies
+    # before T1: only the flush releases the readings.
     flushed = run(spark, METER_POINTS.alter_duration(timedelta(minutes=5)), METER_POINTS, POINT_TABLE,
                   every_event(delay=timedelta(hours=1), flush=True))
-    # the delay of an hour keeps every generated CTI before T1; only the flush releases them
     assert flushed.events == [
         sq.Event(T1, T1 + timedelta(minutes=5), PowerReading(100)),
         sq.Event(T2, T2 + timedelta(minutes=5), PowerReading(200)),
         sq.Event(T3, T3 + timedelta(minutes=5), PowerReading(100)),
     ]
     assert flushed.final_cti == INF
+    without = run(spark, METER_POINTS, METER_POINTS, POINT_TABLE, every_event(delay=timedelta(hours=1)))
+    assert without.events == [] and without.final_cti == T3 - timedelta(hours=1)
 
 
 def _ten_readings() -> list[InputItem[PowerReading]]:

@@ -303,16 +303,18 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
     return run
 
 
-def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool) -> DataFrame:
+def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool) -> DataFrame:
     """The time columns the scan reads, and only those (each costs an Arrow transfer):
     ``start`` (null for a bad row), ``kind`` if the input can hold CTI rows, ``end`` if a
-    decision can depend on it (ADJUST), ``seq`` if arrival order is not partition order."""
+    decision can depend on it (ADJUST), ``seq`` if arrival order is not partition order or
+    ``with_seq`` asks for it. Without ``seq`` the scan derives it from the task's partition, which
+    is only right where the mapInArrow reads the input's partitions directly (not under a union)."""
     columns = [F.when(F.col(BAD).isNull(), F.col(START)).alias("start")]
     if b.kind is not None or imports_ctis:
         columns.append(F.col(KIND).alias("kind"))
     if b.advance_time is not None and b.advance_time.policy is AdvanceTimePolicy.ADJUST:
         columns.append(F.col(END).alias("end"))
-    if b.arrival is not None:
+    if b.arrival is not None or with_seq:
         columns.append(F.col(SEQ).alias("seq"))
     return prepared.select(*columns)
 
@@ -337,7 +339,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     cti_rows = imported.cti_steps if imported is not None and imported_arrival else None
     prepared = prepare(b, cti_rows)
     settings = scan_settings(b.advance_time)
-    compact = _compact(prepared, b, cti_rows is not None)
+    compact = _compact(prepared, b, cti_rows is not None, with_seq=False)
     summaries = sorted(
         (row.asDict() for row in compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
         key=lambda r: r["unit"])
@@ -363,11 +365,12 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             state = after
             continue
         if cached_compact is None:
-            cached_compact = compact.persist(StorageLevel.MEMORY_AND_DISK)
+            # the simulated units' decisions are joined to the events under a union, where
+            # the task's partition is not the input's: these rows carry their seq
+            cached_compact = _compact(prepared, b, cti_rows is not None, with_seq=True).persist(
+                StorageLevel.MEMORY_AND_DISK)
             persisted.append(cached_compact)
-        unit_of_row = (F.shiftright(F.col("seq"), PARTITION_BITS) if b.arrival is not None
-                       else F.spark_partition_id())
-        one = cached_compact.filter(unit_of_row == s["unit"])
+        one = cached_compact.filter(F.shiftright(F.col("seq"), PARTITION_BITS) == s["unit"])
         simulated = one.mapInArrow(_simulate_units({s["unit"]: state}, settings),
                                    _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
@@ -398,7 +401,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
                                    .otherwise(F.col(START)))
     steps = None
     if want_steps:
-        steps = _cti_steps(prepared, compact, states, settings, imported)
+        steps = _cti_steps(prepared, _compact(prepared, b, cti_rows is not None, with_seq=True), states, settings)
     payload = [f.name for f in b.node.schema.fields]
     return Ingress(
         events=events.select(START, END, F.lit(True).alias(CLOSED), *payload),
@@ -409,7 +412,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
 
 
 def _cti_steps(prepared: DataFrame, compact: DataFrame, states: Mapping[int, scan.ScanState],
-               settings: scan.ScanSettings, imported: Ingress | None) -> DataFrame:
+               settings: scan.ScanSettings) -> DataFrame:
     """Every change of this input's CTI, at the arrival of the row after which it happened."""
     simulated = compact.mapInArrow(_simulate_units(dict(states), settings), _SIMULATION_SCHEMA)
     steps = simulated.filter(F.col("record") == 2).select(F.col("seq").alias("_sq_step_seq"),

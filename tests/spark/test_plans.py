@@ -122,14 +122,7 @@ def test_plan_without_broadcast_joins_is_a_shuffled_equi_join(spark: SparkSessio
     assert "SortMergeJoin [_sq_seq" in plan or "ShuffledHashJoin [_sq_seq" in plan, plan
 
 
-@pytest.mark.parametrize("arrival", [
-    pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=(
-        "to_dataframe unpersists the scan's cached decisions, so the returned plan recomputes them under "
-        "a Union of the simulated units; there TaskContext.partitionId() (rows_of's seq) is the union's "
-        "partition index, not the source partition that F.spark_partition_id() filtered, so decisions "
-        "of every unit after the first get wrong seqs and late events are released unchanged"))),
-    True,
-], ids=["partition-order", "arrival-column"])
+@pytest.mark.parametrize("arrival", [False, True], ids=["partition-order", "arrival-column"])
 def test_to_dataframe_applies_the_decisions_of_several_units(spark: SparkSession, arrival: bool) -> None:
     items = late_items(12, 4)  # late events in the 2nd and 3rd of 3 partitions
     at = settings(sq.AdvanceTimePolicy.DROP)

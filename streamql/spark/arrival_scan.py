@@ -190,6 +190,17 @@ def clean_transfer(summary: Summary, state: ScanState, settings: ScanSettings) -
     return ScanState(cti, count, max_start, state.baseline)
 
 
+def optimistic_transfer(summary: Summary, state: ScanState, settings: ScanSettings) -> ScanState:
+    """A guess of the state after a unit that may hold late events: as if none were late.
+    Only ever used to start a speculative simulation, whose result is checked before use."""
+    cti = max(state.cti, summary.max_cti_row)
+    max_start = max(state.max_start, summary.max_start)
+    if settings.generates and max_start != NONE:
+        cti = max(cti, _shift(max_start, -settings.delay))
+    baseline = state.baseline if settings.every is None else max(state.baseline, summary.max_start)
+    return ScanState(cti, state.count + summary.eligible, max_start, baseline)
+
+
 # --- the rule itself, row by row ----------------------------------------------------------------
 
 

@@ -319,6 +319,54 @@ def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool
     return prepared.select(*columns)
 
 
+@attrs.frozen
+class _UnitOutcome:
+    state: scan.ScanState  # the state after the unit
+    dropped: int
+    adjusted: int
+
+
+@attrs.define
+class _Walk:
+    state: scan.ScanState  # after the last unit (exact when nothing is pending)
+    states: dict[int, scan.ScanState]  # the state entering each unit
+    simulated: list[tuple[int, scan.ScanState]]  # the simulations the exact walk used
+    pending: dict[int, scan.ScanState]  # units to simulate next, from these states
+
+
+def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings,
+          simulations: Mapping[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]],
+          latest: Mapping[int, tuple[scan.ScanState, _UnitOutcome]]) -> _Walk:
+    walk = _Walk(scan.ScanState(), {}, [], {})
+    state, exact = scan.ScanState(), True
+    for s in summaries:
+        unit = s["unit"]
+        if exact:
+            walk.states[unit] = state
+        summary = scan.Summary(**{**s, "tail_max": tuple(s["tail_max"] or ())})
+        after = scan.clean_transfer(summary, state, settings)
+        if after is None:
+            done = simulations.get((unit, state))
+            if done is not None:
+                after = done[0].state
+                if exact:
+                    walk.simulated.append((unit, state))
+            else:
+                walk.pending[unit] = state
+                exact = False
+                # a guess of what comes next: the unit's last simulated outcome (with the count moved
+                # as much as it moved then), else its summary's
+                previous = latest.get(unit)
+                if previous is None:
+                    after = scan.optimistic_transfer(summary, state, settings)
+                else:
+                    before, outcome = previous
+                    after = attrs.evolve(outcome.state, count=state.count + outcome.state.count - before.count)
+        state = after
+    walk.state = state
+    return walk
+
+
 @attrs.define
 class Ingress:
     """The outcome of one input's scan: accepted events and the CTIs."""
@@ -352,34 +400,39 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         raise BadInputError(f"input {b.name!r}: bad row ({bad[0] if bad else 'unknown'}{shown}); "
                             "bind with bad_rows='drop' to drop and count such rows")
     persisted: list[DataFrame] = []
-    state = scan.ScanState()
-    states: dict[int, scan.ScanState] = {}
-    dropped = adjusted = 0
-    decisions: list[DataFrame] = []
     cached_compact: DataFrame | None = None
-    for s in summaries:
-        states[s["unit"]] = state
-        summary = scan.Summary(**{**s, "tail_max": tuple(s["tail_max"] or ())})
-        after = scan.clean_transfer(summary, state, settings)
-        if after is not None:
-            state = after
-            continue
+    simulations: dict[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]] = {}
+    latest: dict[int, tuple[scan.ScanState, _UnitOutcome]] = {}
+    while True:
+        # Walk the units with the exact state. A unit whose summary decides, or that was simulated
+        # from exactly this state, passes it on exactly; the first other unit is simulated next,
+        # and so, speculatively, is every later one, from a guessed state (its outcome counts only
+        # if a later walk reaches it with that very state).
+        walk = _walk(summaries, settings, simulations, latest)
+        if not walk.pending:
+            break
         if cached_compact is None:
-            # the simulated units' decisions are joined to the events under a union, where
-            # the task's partition is not the input's: these rows carry their seq
+            # the simulated units' decisions are joined to the events under a union, where the
+            # task's partition is not the input's: these rows carry their seq
             cached_compact = _compact(prepared, b, cti_rows is not None, with_seq=True).persist(
                 StorageLevel.MEMORY_AND_DISK)
             persisted.append(cached_compact)
-        one = cached_compact.filter(F.shiftright(F.col("seq"), PARTITION_BITS) == s["unit"])
-        simulated = one.mapInArrow(_simulate_units({s["unit"]: state}, settings),
-                                   _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        units = F.shiftright(F.col("seq"), PARTITION_BITS).isin(list(walk.pending))
+        simulated = cached_compact.filter(units).mapInArrow(
+            _simulate_units(walk.pending, settings), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
-        record = simulated.filter(F.col("record") == 0).first()
-        assert record is not None
-        state = scan.ScanState(record["cti"], record["count"], record["max_start"], record["baseline"])
-        dropped += record["dropped"]
-        adjusted += record["adjusted"]
-        decisions.append(simulated.filter(F.col("record") == 1))
+        for record in simulated.filter(F.col("record") == 0).collect():
+            outcome = _UnitOutcome(scan.ScanState(record["cti"], record["count"], record["max_start"],
+                                                  record["baseline"]), record["dropped"], record["adjusted"])
+            unit = record["seq"]
+            simulations[(unit, walk.pending[unit])] = (outcome, simulated)
+            latest[unit] = (walk.pending[unit], outcome)
+    state, states = walk.state, walk.states
+    dropped = sum(simulations[key][0].dropped for key in walk.simulated)
+    adjusted = sum(simulations[key][0].adjusted for key in walk.simulated)
+    decisions = [simulations[key][1].filter((F.col("record") == 1)
+                                            & (F.shiftright(F.col("seq"), PARTITION_BITS) == key[0]))
+                 for key in walk.simulated]
     final = state.cti
     if flush:
         final = INFINITY_MICROS

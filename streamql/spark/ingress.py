@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from streamql.advance_time import AdvanceTimePolicy, AdvanceTimeSettings
 from streamql.errors import BadInputError, BindingError
 from streamql.events import Shape
-from streamql.payload import Kind, PayloadSchema, ValueType
+from streamql.payload import Kind, ValueType
 from streamql.query.nodes import Input
 from streamql.spark import arrival_scan as scan
 from streamql.spark.schema import column_for_field

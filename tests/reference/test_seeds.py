@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Optional
 
 import streamql as sq
@@ -17,7 +17,7 @@ from streamql.events import InputItem
 from streamql.reference import ReferenceInput
 
 from support.seeds import (INF, INTERVAL_TABLE, METER_INTERVALS, METER_POINTS, POINT_TABLE, T1, T2, T3, T4,
-                           TICK, UTC, PowerReading, Watts, every_event, t)
+                           TICK, PowerReading, Watts, every_event, t)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,8 +7,7 @@ and that Spark's whole Result equals ``sq.reference.run`` on the same items.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, Optional, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,7 +17,7 @@ from streamql.events import InputItem
 from streamql.query.nodes import Input
 
 from support.seeds import (INF, INTERVAL_TABLE, METER_INTERVALS, METER_POINTS, POINT_TABLE, T1, T2, T3, T4,
-                           TICK, UTC, PowerReading, Watts, every_event, t)
+                           TICK, PowerReading, Watts, every_event, t)
 
 
 def meter_table(spark: SparkSession, items: Sequence[InputItem[PowerReading]], partitions: int) -> DataFrame:

@@ -11,7 +11,7 @@ from streamql.advance_time import AdvanceTimeSettings
 from streamql.errors import BindingError
 from streamql.events import Edge, EdgeKind, Event, Result, Shape
 from streamql.payload import sort_key
-from streamql.query.nodes import Input, Node, inputs_of
+from streamql.query.nodes import Input, Node, inputs_of, query_cti
 from streamql.query.stream import Stream
 from streamql.spark.ingress import END, START, Binding, Ingress, run_ingress
 from streamql.spark.operators import compile_node
@@ -114,7 +114,7 @@ class Binder:
         events = compile_node(q.node, frames)
         counted = [ingresses[name] for name in read]
         persisted = [df for i in ingresses.values() for df in i.persisted]
-        return _Execution(q.node, events, _output_cti(q.node, ingresses), sum(i.dropped for i in counted),
+        return _Execution(q.node, events, query_cti(q.node, {name: i.final_cti for name, i in ingresses.items()}), sum(i.dropped for i in counted),
                           sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted)
 
     def _scan_order(self, read: set[str]) -> list[str]:
@@ -223,9 +223,3 @@ def _user_columns(released: DataFrame, q: Stream[Any]) -> DataFrame:
     end = F.when(F.col(END) == F.lit(INFINITY_MICROS), F.lit(MAX_MICROS + 1)).otherwise(F.col(END))
     return released.select(F.timestamp_micros(F.col(START)).alias("start"), F.timestamp_micros(end).alias("end"),
                            *[f.name for f in q.node.schema.fields])
-
-
-def _output_cti(node: Node, ingresses: dict[str, Ingress]) -> int | None:
-    if isinstance(node, Input):
-        return ingresses[node.name].final_cti
-    return node.output_cti(tuple(_output_cti(s, ingresses) for s in node.sources))

@@ -6,6 +6,7 @@ Nodes are frozen attrs classes: structurally equal queries are ``==`` and hash e
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Mapping
 
 import attrs
 
@@ -117,6 +118,13 @@ class ToPoint(Unary):
     @property
     def end_follows_start(self) -> bool:
         return True
+
+
+def query_cti(node: Node, input_ctis: Mapping[str, int | None]) -> int | None:
+    """A query's output CTI: its inputs' CTIs (by input name) through each node's rule."""
+    if isinstance(node, Input):
+        return input_ctis[node.name]
+    return node.output_cti(tuple(query_cti(s, input_ctis) for s in node.sources))
 
 
 def inputs_of(node: Node) -> dict[str, Input]:

@@ -13,10 +13,10 @@ from typing import Any, Mapping, TypeVar
 from streamql.errors import BindingError
 from streamql.events import Edge, EdgeKind, EndEdge, Event, Result, Shape, StartEdge
 from streamql.payload import PayloadSchema, sort_key
-from streamql.query.nodes import inputs_of
+from streamql.query.nodes import inputs_of, query_cti
 from streamql.query.stream import Stream
 from streamql.reference.inputs import ReferenceInput, ingest
-from streamql.reference.operators import Ev, events_of, output_cti
+from streamql.reference.operators import Ev, events_of
 from streamql.time import INFINITY_MICROS, from_micros, shift
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape =
                 raise BindingError(f"input {name!r} is not read by the query and no input imports its CTIs")
             declared[name] = (None, _source_shape(given))
     ingress = ingest(inputs, declared)
-    cti = output_cti(q.node, ingress)
+    cti = query_cti(q.node, {name: state.cti for name, state in ingress.items()})
     released = release(events_of(q.node, ingress), cti, output)
     schema = q.node.schema
     events = sorted(released[0], key=lambda e: (e.start, e.end, sort_key(schema, e.payload)))

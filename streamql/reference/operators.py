@@ -79,10 +79,3 @@ def _alter_lifetime(node: nodes.AlterLifetime, ingress: Mapping[str, IngressStat
 def _to_point(node: nodes.ToPoint, ingress: Mapping[str, IngressState]) -> list[Ev]:
     return [Ev(e.start, shift(e.start, 1), e.payload, True) for e in events_of(node.source, ingress)
             if e.start < INFINITY_MICROS]
-
-
-def output_cti(node: nodes.Node, ingress: Mapping[str, IngressState]) -> int | None:
-    """The query's output CTI: the input CTIs propagated through each node's rule."""
-    if isinstance(node, nodes.Input):
-        return ingress[node.name].cti
-    return node.output_cti(tuple(output_cti(s, ingress) for s in node.sources))

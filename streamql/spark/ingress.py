@@ -388,6 +388,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     prepared = prepare(b, cti_rows)
     settings = scan_settings(b.advance_time)
     compact = _compact(prepared, b, cti_rows is not None, with_seq=False)
+    # one summary row per scan unit comes to the driver: the "small prefix combine" of DESIGN §6
     summaries = sorted(
         (row.asDict() for row in compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
         key=lambda r: r["unit"])
@@ -421,7 +422,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         simulated = cached_compact.filter(units).mapInArrow(
             _simulate_units(walk.pending, settings), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
-        for record in simulated.filter(F.col("record") == 0).collect():
+        for record in simulated.filter(F.col("record") == 0).collect():  # one state row per simulated unit
             outcome = _UnitOutcome(scan.ScanState(record["cti"], record["count"], record["max_start"],
                                                   record["baseline"]), record["dropped"], record["adjusted"])
             unit = record["seq"]

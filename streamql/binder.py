@@ -13,7 +13,7 @@ from streamql.events import Edge, EdgeKind, Event, Result, Shape
 from streamql.payload import sort_key
 from streamql.query.nodes import Input, Node, inputs_of, query_cti
 from streamql.query.stream import Stream
-from streamql.spark.ingress import END, START, Binding, Ingress, run_ingress
+from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, run_ingress
 from streamql.spark.operators import compile_node
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release
 from streamql.spark.schema import collectable, payload_from_row
@@ -89,8 +89,6 @@ class Binder:
         if advance_time is not None and not isinstance(advance_time, AdvanceTimeSettings):
             raise BindingError(f"advance_time must be sq.AdvanceTimeSettings, got {advance_time!r}")
         binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows)
-        from streamql.spark.ingress import check_binding
-
         check_binding(binding)
         return Binder(self._spark, {**self._bindings, stream.node.name: binding})
 

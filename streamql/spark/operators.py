@@ -47,8 +47,13 @@ def _input(node: nodes.Input, inputs: Mapping[str, DataFrame]) -> DataFrame:
     return inputs[node.name]
 
 
+def _by_name(index: int, name: str) -> Column:
+    """One-input operators keep the payload fields as top-level columns."""
+    return F.col(name)
+
+
 def _column(expr: Expr) -> Column:
-    return compile_expr(expr, lambda index, name: F.col(name))
+    return compile_expr(expr, _by_name)
 
 
 @compile_node.register
@@ -60,7 +65,7 @@ def _where(node: nodes.Where, inputs: Mapping[str, DataFrame]) -> DataFrame:
 @compile_node.register
 def _select(node: nodes.Select, inputs: Mapping[str, DataFrame]) -> DataFrame:
     df = compile_node(node.source, inputs)
-    columns = construct_columns(node.projection, lambda index, name: F.col(name))
+    columns = construct_columns(node.projection, _by_name)
     return df.select(*LIFETIME, *[c.alias(name) for name, c in columns])
 
 

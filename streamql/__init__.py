@@ -10,13 +10,16 @@ from streamql.binder import Binder
 from streamql.errors import BadInputError, BindingError, ExpressionError, SchemaError, StreamqlError
 from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, Result, Shape, StartEdge
 from streamql.expr.trace import coalesce, greatest, if_, is_in, is_null, least, length, not_
+from streamql.query.aggregates import UserAggregate
 from streamql.query.stream import Stream, input
+from streamql.query.windowed import Grouped, GroupedWindowed, GroupWindow, Window, Windowed
 from streamql.time import INFINITY, TICK
 
 __all__ = [
     "INFINITY", "TICK", "AdvanceTimeGeneration", "AdvanceTimeImport", "AdvanceTimePolicy",
     "AdvanceTimeSettings", "BadInputError", "Binder", "BindingError", "Cti", "Edge", "EdgeKind",
-    "EndEdge", "Event", "ExpressionError", "Insert", "Result", "SchemaError", "Shape", "StartEdge",
-    "Stream", "StreamqlError", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
+    "EndEdge", "Event", "ExpressionError", "GroupWindow", "Grouped", "GroupedWindowed", "Insert",
+    "Result", "SchemaError", "Shape", "StartEdge", "Stream", "StreamqlError", "UserAggregate", "Window",
+    "Windowed", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
     "length", "not_", "reference",
 ]

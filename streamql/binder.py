@@ -11,10 +11,10 @@ from streamql.advance_time import AdvanceTimeSettings
 from streamql.errors import BindingError
 from streamql.events import Edge, EdgeKind, Event, Result, Shape
 from streamql.payload import sort_key
-from streamql.query.nodes import Input, Node, inputs_of, query_cti
+from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
 from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, run_ingress
-from streamql.spark.operators import compile_node
+from streamql.spark.operators import Flow, compile_node
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release
 from streamql.spark.schema import collectable, payload_from_row
 from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
@@ -108,11 +108,12 @@ class Binder:
         ingresses: dict[str, Ingress] = {}
         for name in self._scan_order(set(read)):
             ingresses[name] = self._scan(name, ingresses, read)
-        frames = {name: ingresses[name].events for name in read}
-        events = compile_node(q.node, frames)
+        flows = {name: Flow(ingresses[name].events, ingresses[name].final_cti, ingresses[name].finite_cti)
+                 for name in read}
+        output = compile_node(q.node, flows)
         counted = [ingresses[name] for name in read]
         persisted = [df for i in ingresses.values() for df in i.persisted]
-        return _Execution(q.node, events, query_cti(q.node, {name: i.final_cti for name, i in ingresses.items()}), sum(i.dropped for i in counted),
+        return _Execution(q.node, output.frame, output.cti, sum(i.dropped for i in counted),
                           sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted)
 
     def _scan_order(self, read: set[str]) -> list[str]:

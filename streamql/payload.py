@@ -150,6 +150,12 @@ def _schema_of(cls: type, path: str, top: bool, enclosing: tuple[type, ...]) -> 
     return PayloadSchema(cls, tuple(fields))
 
 
+def value_type(annotation: Any, where: str) -> ValueType:
+    """The ``ValueType`` of a type annotation (``float``, ``Optional[int]``, a payload class);
+    raises ``SchemaError`` naming ``where`` for an unsupported one."""
+    return _value_type(annotation, where, ())
+
+
 def _value_type(annotation: Any, where: str, enclosing: tuple[type, ...]) -> ValueType:
     origin = typing.get_origin(annotation)
     if origin is Union or origin is types.UnionType:
@@ -187,10 +193,11 @@ def python_kind(value: object) -> Kind | None:
 
 def sort_key(schema: PayloadSchema, payload: Any) -> tuple[Any, ...]:
     """The order of payloads in results: fields in order, nulls first."""
-    return tuple(_value_key(f.type, getattr(payload, f.name)) for f in schema.fields)
+    return tuple(value_key(f.type, getattr(payload, f.name)) for f in schema.fields)
 
 
-def _value_key(vtype: ValueType, value: Any) -> tuple[Any, ...]:
+def value_key(vtype: ValueType, value: Any) -> tuple[Any, ...]:
+    """The order of one value in results: nulls first, nested payloads field by field."""
     if value is None:
         return (0,)
     if vtype.kind is Kind.STRUCT:

@@ -105,24 +105,74 @@ class Construct(Expr):
         return f"{self.schema.name}({parts})"
 
 
+@attrs.frozen(cache_hash=True)
+class Aggregate(Expr):
+    """An aggregate over the events of a window: ``fn`` is ``count``, ``sum``, ``avg``, ``min``,
+    ``max`` or ``user``; ``arg`` is an expression of the event payload (its ``Param`` 0), ``None``
+    for ``count``; ``user`` is the ``UserAggregate`` of ``fn == "user"``.
+
+    Inside a window's ``select`` aggregates are leaves: the projection combines their values."""
+
+    fn: str
+    arg: Expr | None
+    user: Any = None
+
+    def show(self) -> str:
+        name = self.fn if self.user is None else type(self.user).__name__
+        return f"w.{name}({'' if self.arg is None else self.arg.show()})"
+
+
+@attrs.frozen(cache_hash=True)
+class GroupKey(Expr):
+    """The group key inside a grouped window's ``select`` (``w.key``) or ``group_apply``'s ``result``."""
+
+    def show(self) -> str:
+        return "key"
+
+
 def struct_type(schema: PayloadSchema) -> ValueType:
     return ValueType(Kind.STRUCT, schema=schema)
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The operand nodes of ``expr`` (an aggregate's argument is in another scope: not a child)."""
+    if isinstance(expr, GetField):
+        return (expr.base,)
+    if isinstance(expr, Unary):
+        return (expr.operand,)
+    if isinstance(expr, Binary):
+        return (expr.left, expr.right)
+    if isinstance(expr, (Call, Construct)):
+        return expr.args
+    return ()
 
 
 def params_of(expr: Expr) -> frozenset[int]:
     """The indices of the lambda parameters an expression reads."""
     if isinstance(expr, Param):
         return frozenset({expr.index})
-    children: tuple[Expr, ...] = ()
-    if isinstance(expr, GetField):
-        children = (expr.base,)
-    elif isinstance(expr, Unary):
-        children = (expr.operand,)
-    elif isinstance(expr, Binary):
-        children = (expr.left, expr.right)
-    elif isinstance(expr, (Call, Construct)):
-        children = expr.args
     result: frozenset[int] = frozenset()
-    for child in children:
+    for child in children(expr):
         result |= params_of(child)
     return result
+
+
+def aggregates_of(expr: Expr) -> list[Aggregate]:
+    """The distinct aggregates a window projection reads, in first-use order."""
+    found: list[Aggregate] = []
+
+    def visit(e: Expr) -> None:
+        if isinstance(e, Aggregate):
+            if e not in found:
+                found.append(e)
+            return
+        for child in children(e):
+            visit(child)
+
+    visit(expr)
+    return found
+
+
+def reads_key(expr: Expr) -> bool:
+    """Whether an expression reads the group key."""
+    return isinstance(expr, GroupKey) or any(reads_key(c) for c in children(expr))

@@ -244,9 +244,15 @@ def trace(fn: Callable[..., Any], schemas: Sequence[PayloadSchema], what: str) -
 
     ``what`` names the operator for error messages (``"where"``, ``"select"``, ...).
     """
-    names = _param_names(fn, len(schemas), what)
+    names = param_names(fn, len(schemas), what)
     proxies = [wrap(Param(struct_type(s), i, n)) for i, (s, n) in enumerate(zip(schemas, names))]
-    result = fn(*proxies)
+    return trace_call(fn, proxies, what)
+
+
+def trace_call(fn: Callable[..., Any], arguments: Sequence[object], what: str) -> Expr:
+    """Calls ``fn`` with the given proxies (payloads, windows, group keys) and returns the
+    expression it built; a plain Python result is an error naming ``what``."""
+    result = fn(*arguments)
     if isinstance(result, Traced) or is_payload_class(type(result)):
         return to_expr(result)
     hint = ""
@@ -259,7 +265,8 @@ def trace(fn: Callable[..., Any], schemas: Sequence[PayloadSchema], what: str) -
     )
 
 
-def _param_names(fn: Callable[..., Any], count: int, what: str) -> list[str]:
+def param_names(fn: Callable[..., Any], count: int, what: str) -> list[str]:
+    """The names of ``fn``'s positional parameters (for messages); checks it takes ``count``."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

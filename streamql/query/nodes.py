@@ -31,10 +31,15 @@ class Node:
         return input_ctis[0]
 
     @property
-    def end_follows_start(self) -> bool:
-        """Whether an output event's end is fixed once its start and payload are (so the event is
-        stable then), rather than following the input event's end."""
-        return False
+    def cti_depends_on_data(self) -> bool:
+        """Whether the output CTI depends on the events (count windows), not only on the input CTIs:
+        then the evaluators compute it from the data and ``output_cti`` does not apply."""
+        return any(s.cti_depends_on_data for s in self.sources)
+
+    @property
+    def may_be_open(self) -> bool:
+        """Whether the node can output events that never end (end ``INFINITY``), judged statically."""
+        return any(s.may_be_open for s in self.sources)
 
 
 @attrs.frozen(cache_hash=True)
@@ -46,6 +51,10 @@ class Input(Node):
     @property
     def schema(self) -> PayloadSchema:
         return self.payload
+
+    @property
+    def may_be_open(self) -> bool:
+        return self.shape is Shape.EDGE
 
 
 @attrs.frozen(cache_hash=True)
@@ -90,8 +99,8 @@ class AlterDuration(Unary):
     duration: Expr
 
     @property
-    def end_follows_start(self) -> bool:
-        return True
+    def may_be_open(self) -> bool:
+        return True  # a long enough duration saturates at INFINITY
 
 
 @attrs.frozen(cache_hash=True)
@@ -107,8 +116,9 @@ class AlterLifetime(Unary):
         return None if cti is None else shift(cti, duration_micros(self.start_shift))
 
     @property
-    def end_follows_start(self) -> bool:
-        return self.duration is not None
+    def may_be_open(self) -> bool:
+        # moving a late end forward (or lengthening a lifetime) can saturate at INFINITY
+        return self.duration is not None or self.start_shift > timedelta(0) or self.source.may_be_open
 
 
 @attrs.frozen(cache_hash=True)
@@ -116,12 +126,13 @@ class ToPoint(Unary):
     """Turns each event into a point event at its start."""
 
     @property
-    def end_follows_start(self) -> bool:
-        return True
+    def may_be_open(self) -> bool:
+        return False
 
 
 def query_cti(node: Node, input_ctis: Mapping[str, int | None]) -> int | None:
-    """A query's output CTI: its inputs' CTIs (by input name) through each node's rule."""
+    """A query's output CTI from its inputs' CTIs (by input name), for queries whose CTI rules do
+    not depend on the data (``Node.cti_depends_on_data``)."""
     if isinstance(node, Input):
         return input_ctis[node.name]
     return node.output_cti(tuple(query_cti(s, input_ctis) for s in node.sources))

@@ -14,12 +14,16 @@ from streamql.query import nodes
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from streamql.query.windowed import Grouped, Windowed
+
     import attrs
 
     #: what mypy accepts as a payload: an instance of a dataclass or an attrs class
     PayloadInstance = Union[DataclassInstance, attrs.AttrsInstance]
 
 T = TypeVar("T")
+U = TypeVar("U")
+K = TypeVar("K")
 #: a payload type: bounding ``select``'s result and ``input``'s payload lets mypy reject
 #: ``select(lambda e: e.x)`` and ``sq.input("r", int)``, which fail at query construction
 Payload = TypeVar("Payload", bound="PayloadInstance")
@@ -112,6 +116,82 @@ class Stream(Generic[T]):
     def to_point(self) -> Stream[T]:
         """Turns every event into a point event at its start."""
         return Stream(nodes.ToPoint(self._node))
+
+    # --- windows and groups -----------------------------------------------------------
+    def snapshot_window(self) -> Windowed[T]:
+        """A window for every interval between consecutive event endpoints where some event is alive.
+
+        >>> readings.alter_duration(timedelta(minutes=3)).snapshot_window().select(
+        ...     lambda w: Avg(w.avg(lambda e: e.consumption)))  # doctest: +SKIP
+        """
+        from streamql.query.windowed import Windowed
+        from streamql.query.windows import SnapshotWindow
+
+        return Windowed(self, SnapshotWindow())
+
+    def hopping_window(self, size: timedelta, hop: timedelta) -> Windowed[T]:
+        """Windows ``[k*hop, k*hop + size)`` aligned to the Unix epoch, one output per non-empty window.
+
+        >>> clicks.hopping_window(timedelta(minutes=10), timedelta(minutes=1)).select(
+        ...     lambda w: Count(w.count()))  # doctest: +SKIP
+        """
+        from streamql.query.windowed import Windowed, hopping_spec
+
+        return Windowed(self, hopping_spec("hopping_window", size, hop))
+
+    def tumbling_window(self, size: timedelta) -> Windowed[T]:
+        """Windows ``[k*size, (k+1)*size)`` aligned to the Unix epoch: ``hopping_window(size, size)``."""
+        from streamql.query.windowed import Windowed, hopping_spec
+
+        return Windowed(self, hopping_spec("tumbling_window", size, size))
+
+    def count_window(self, n: int) -> Windowed[T]:
+        """Windows over ``n`` consecutive distinct start times, sliding by one start time."""
+        from streamql.query.windowed import Windowed, count_spec
+
+        return Windowed(self, count_spec(n))
+
+    def group_by(self, key: Callable[[T], K]) -> Grouped[K, T]:
+        """Groups the stream by ``key``; a window after it applies per group and sees ``w.key``.
+
+        >>> readings.group_by(lambda e: e.meter).snapshot_window().select(
+        ...     lambda w: MeterAverage(w.key, w.avg(lambda e: e.consumption)))  # doctest: +SKIP
+        """
+        from streamql.query.windowed import Grouped
+
+        return Grouped(self, trace(key, [self._node.schema], "group_by"))
+
+    def group_apply(self, key: Callable[[T], K], apply: Callable[[Stream[T]], Stream[U]],
+                    result: Callable[[K, U], Payload]) -> Stream[Payload]:
+        """Runs the sub-query ``apply`` on each group of ``key`` and maps its output through ``result``.
+
+        >>> readings.group_apply(lambda e: e.meter,
+        ...                      lambda s: s.tumbling_window(timedelta(hours=1)).select(lambda w: N(w.count())),
+        ...                      lambda meter, n: MeterCount(meter, n.n))  # doctest: +SKIP
+        """
+        from streamql.expr.nodes import GroupKey, Param, struct_type
+        from streamql.expr.trace import param_names, trace_call, wrap
+        from streamql.query.nodes import inputs_of
+        from streamql.query.windows import GroupApply, GroupSource
+
+        key_expr = trace(key, [self._node.schema], "group_apply key")
+        group = Stream[T](GroupSource(self._node.schema, self._node.may_be_open))
+        applied = apply(group)
+        if not isinstance(applied, Stream):
+            raise ExpressionError(f"group_apply's apply must return a query (sq.Stream), got {applied!r}")
+        outside = inputs_of(applied.node)
+        if outside:
+            raise ExpressionError(
+                f"group_apply's apply reads the input(s) {', '.join(sorted(outside))}: a sub-query may "
+                "only use the group's stream it is given")
+        names = param_names(result, 2, "group_apply result")
+        schema = applied.node.schema
+        projection = trace_call(result, [wrap(GroupKey(key_expr.type)),
+                                         wrap(Param(struct_type(schema), 0, names[1]))], "group_apply result")
+        if projection.type.kind is not Kind.STRUCT:
+            raise ExpressionError(f"group_apply's result must build a payload instance, got "
+                                  f"{projection.type} ({projection.show()})")
+        return Stream(GroupApply(self._node, key_expr, applied.node, projection))
 
 
 def _check_timedelta(op: str, name: str, value: Any) -> None:

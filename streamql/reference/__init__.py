@@ -13,10 +13,11 @@ from typing import Any, Mapping, TypeVar
 from streamql.errors import BindingError
 from streamql.events import Edge, EdgeKind, EndEdge, Event, Result, Shape, StartEdge
 from streamql.payload import PayloadSchema, sort_key
-from streamql.query.nodes import inputs_of, query_cti
+from streamql.query.nodes import inputs_of
 from streamql.query.stream import Stream
 from streamql.reference.inputs import ReferenceInput, ingest
-from streamql.reference.operators import Ev, events_of
+from streamql.reference import windows as _windows  # noqa: F401 - registers the window operators
+from streamql.reference.operators import Ev, events_of, input_flow
 from streamql.time import INFINITY_MICROS, from_micros, shift
 
 T = TypeVar("T")
@@ -41,8 +42,9 @@ def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape =
                 raise BindingError(f"input {name!r} is not read by the query and no input imports its CTIs")
             declared[name] = (None, _source_shape(given))
     ingress = ingest(inputs, declared)
-    cti = query_cti(q.node, {name: state.cti for name, state in ingress.items()})
-    released = release(events_of(q.node, ingress), cti, output)
+    output_flow = events_of(q.node, {name: input_flow(state) for name, state in ingress.items()})
+    cti = output_flow.cti
+    released = release(output_flow.events, cti, output)
     schema = q.node.schema
     events = sorted(released[0], key=lambda e: (e.start, e.end, sort_key(schema, e.payload)))
     edges = sorted(released[1], key=lambda e: (e.time, e.kind is EdgeKind.START, e.start, sort_key(schema, e.payload)))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import decimal
 import operator
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from streamql.expr.nodes import Binary, Call, Construct, Expr, GetField, Literal, Param, Unary
+from streamql.expr.nodes import Aggregate, Binary, Call, Construct, Expr, GetField, GroupKey, Literal, Param, Unary
 from streamql.payload import Kind, ValueType
 
 _WHITESPACE = " \t\n\r\f\v"
@@ -21,26 +21,31 @@ _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def evaluate(expr: Expr, args: Sequence[Any]) -> Any:
-    """The value of ``expr`` for the payloads ``args`` (one per lambda parameter)."""
+def evaluate(expr: Expr, args: Sequence[Any], leaves: Mapping[Expr, Any] | None = None) -> Any:
+    """The value of ``expr`` for the payloads ``args`` (one per lambda parameter); ``leaves`` gives
+    the values of a window projection's aggregates and group key."""
+    if isinstance(expr, (Aggregate, GroupKey)):
+        if leaves is None or expr not in leaves:
+            raise TypeError(f"{expr.show()} has no value here")
+        return leaves[expr]
     if isinstance(expr, Param):
         return args[expr.index]
     if isinstance(expr, Literal):
         return expr.value
     if isinstance(expr, GetField):
-        base = evaluate(expr.base, args)
+        base = evaluate(expr.base, args, leaves)
         return None if base is None else getattr(base, expr.name)
     if isinstance(expr, Unary):
-        value = evaluate(expr.operand, args)
+        value = evaluate(expr.operand, args, leaves)
         if value is None:
             return None
         return _UNARY[expr.op](value)
     if isinstance(expr, Binary):
-        return _binary(expr, evaluate(expr.left, args), evaluate(expr.right, args))
+        return _binary(expr, evaluate(expr.left, args, leaves), evaluate(expr.right, args, leaves))
     if isinstance(expr, Call):
-        return _call(expr, [evaluate(a, args) for a in expr.args])
+        return _call(expr, [evaluate(a, args, leaves) for a in expr.args])
     if isinstance(expr, Construct):
-        values = [coerce(f.type, evaluate(a, args)) for f, a in zip(expr.schema.fields, expr.args)]
+        values = [coerce(f.type, evaluate(a, args, leaves)) for f, a in zip(expr.schema.fields, expr.args)]
         return expr.schema.construct(values)
     raise TypeError(f"unknown expression node {expr!r}")
 

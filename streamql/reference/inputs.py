@@ -50,6 +50,7 @@ class IngressState:
     settings: AdvanceTimeSettings | None
     bad_rows_policy: str
     cti: int | None = None
+    finite_cti: int | None = None  # the greatest CTI before INFINITY (windows over open events stop there)
     accepted_count: int = 0
     max_start: int | None = None
     baseline: int | None = None
@@ -197,13 +198,19 @@ class IngressState:
         for cti in self.pending_ctis:
             self.cti = cti if self.cti is None else max(self.cti, cti)
         self.pending_ctis.clear()
+        self._note_finite()
         return self.cti != before
 
     def take_cti(self, cti: int | None) -> bool:
         if cti is None or (self.cti is not None and self.cti >= cti):
             return False
         self.cti = cti
+        self._note_finite()
         return True
+
+    def _note_finite(self) -> None:
+        if self.cti is not None and self.cti != INFINITY_MICROS:
+            self.finite_cti = self.cti
 
 
 def ingest(inputs: Mapping[str, ReferenceInput[Any]], declared: Mapping[str, tuple[PayloadSchema | None, Shape]]

@@ -1,7 +1,9 @@
 """The reference semantics of each operator over whole streams of lifetimes.
 
-An ``Ev`` is an event at an operator's output: its lifetime, its payload and whether its end
-is stable (start and payload of every event here are stable: they come from accepted input).
+An operator's output is a ``Flow``: its events and its CTI (the final one, and the greatest finite
+one). An ``Ev`` carries its lifetime, payload and what of it is stable (DESIGN §5): ``head_stable``
+— start and payload; ``end_stable`` — the whole event. An event starting before its stream's CTI
+has a stable head; accepted input events always do.
 """
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from streamql.reference.expressions import evaluate
 from streamql.reference.inputs import IngressState
 from streamql.time import INFINITY_MICROS, duration_micros, shift
 
+#: the key of the group's stream inside a ``group_apply`` sub-query in an evaluation environment
+GROUP = ""
+
 
 @attrs.frozen
 class Ev:
@@ -22,60 +27,86 @@ class Ev:
     end: int
     payload: Any
     end_stable: bool
+    head_stable: bool = True
+
+
+@attrs.frozen
+class Flow:
+    """A stream at some operator's output: its events, its final CTI and its greatest finite CTI."""
+
+    events: list[Ev]
+    cti: int | None
+    finite_cti: int | None
+
+    def derived(self, node: nodes.Node, events: list[Ev]) -> Flow:
+        """``events`` with the CTIs of ``node`` (a one-input operator with a static CTI rule) over this flow."""
+        return Flow(events, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)))
+
+
+def input_flow(state: IngressState) -> Flow:
+    # once the final CTI is INFINITY, no end edge can come: an open event never ends, stably
+    forever = state.cti == INFINITY_MICROS
+    return Flow([Ev(e.start, e.end, e.payload, e.closed or forever) for e in state.events],
+                state.cti, state.finite_cti)
 
 
 @singledispatch
-def events_of(node: nodes.Node, ingress: Mapping[str, IngressState]) -> list[Ev]:
+def events_of(node: nodes.Node, env: Mapping[str, Flow]) -> Flow:
+    """The output of ``node`` given the flows of the inputs (by name; ``GROUP`` inside a group)."""
     raise NotImplementedError(f"the reference evaluator does not support {type(node).__name__} yet")
 
 
 @events_of.register
-def _input(node: nodes.Input, ingress: Mapping[str, IngressState]) -> list[Ev]:
-    state = ingress[node.name]
-    # once the final CTI is INFINITY, no end edge can come: an open event never ends, stably
-    forever = state.cti == INFINITY_MICROS
-    return [Ev(e.start, e.end, e.payload, e.closed or forever) for e in state.events]
+def _input(node: nodes.Input, env: Mapping[str, Flow]) -> Flow:
+    return env[node.name]
 
 
 @events_of.register
-def _where(node: nodes.Where, ingress: Mapping[str, IngressState]) -> list[Ev]:
-    return [e for e in events_of(node.source, ingress) if evaluate(node.predicate, [e.payload]) is True]
+def _where(node: nodes.Where, env: Mapping[str, Flow]) -> Flow:
+    source = events_of(node.source, env)
+    return source.derived(node, [e for e in source.events if evaluate(node.predicate, [e.payload]) is True])
 
 
 @events_of.register
-def _select(node: nodes.Select, ingress: Mapping[str, IngressState]) -> list[Ev]:
-    return [attrs.evolve(e, payload=evaluate(node.projection, [e.payload])) for e in events_of(node.source, ingress)]
+def _select(node: nodes.Select, env: Mapping[str, Flow]) -> Flow:
+    source = events_of(node.source, env)
+    return source.derived(node, [attrs.evolve(e, payload=evaluate(node.projection, [e.payload]))
+                                 for e in source.events])
 
 
 @events_of.register
-def _alter_duration(node: nodes.AlterDuration, ingress: Mapping[str, IngressState]) -> list[Ev]:
+def _alter_duration(node: nodes.AlterDuration, env: Mapping[str, Flow]) -> Flow:
+    source = events_of(node.source, env)
     result = []
-    for e in events_of(node.source, ingress):
+    for e in source.events:
         duration = evaluate(node.duration, [e.payload])
         if duration is None:
             continue
         end = shift(e.start, duration_micros(duration))
         if end > e.start:
-            result.append(Ev(e.start, end, e.payload, True))
-    return result
+            # the end follows the start: the event is stable once its start and payload are
+            result.append(Ev(e.start, end, e.payload, e.head_stable, e.head_stable))
+    return source.derived(node, result)
 
 
 @events_of.register
-def _alter_lifetime(node: nodes.AlterLifetime, ingress: Mapping[str, IngressState]) -> list[Ev]:
+def _alter_lifetime(node: nodes.AlterLifetime, env: Mapping[str, Flow]) -> Flow:
+    source = events_of(node.source, env)
     moved = duration_micros(node.start_shift)
     result = []
-    for e in events_of(node.source, ingress):
+    for e in source.events:
         start = shift(e.start, moved)
         if node.duration is None:
             end, stable = shift(e.end, moved), e.end_stable
         else:
-            end, stable = shift(start, duration_micros(node.duration)), True
+            end, stable = shift(start, duration_micros(node.duration)), e.head_stable
         if end > start and start < INFINITY_MICROS:
-            result.append(Ev(start, end, e.payload, stable))
-    return result
+            result.append(Ev(start, end, e.payload, stable, e.head_stable))
+    return source.derived(node, result)
 
 
 @events_of.register
-def _to_point(node: nodes.ToPoint, ingress: Mapping[str, IngressState]) -> list[Ev]:
-    return [Ev(e.start, shift(e.start, 1), e.payload, True) for e in events_of(node.source, ingress)
-            if e.start < INFINITY_MICROS]
+def _to_point(node: nodes.ToPoint, env: Mapping[str, Flow]) -> Flow:
+    source = events_of(node.source, env)
+    return source.derived(node, [Ev(e.start, shift(e.start, 1), e.payload, e.head_stable, e.head_stable)
+                                 for e in source.events if e.start < INFINITY_MICROS])

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from streamql.expr.nodes import Binary, Call, Construct, Expr, GetField, Literal, Param, Unary
+from streamql.expr.nodes import Aggregate, Binary, Call, Construct, Expr, GetField, GroupKey, Literal, Param, Unary
 from streamql.payload import Kind, ValueType
 from streamql.spark.schema import cast_type, spark_type
 from streamql.time import to_micros
@@ -23,44 +23,50 @@ FieldResolver = Callable[[int, str], Column]
 _WHITESPACE = " \t\n\r\f\v"
 
 
-def compile_expr(expr: Expr, resolve: FieldResolver) -> Column:
-    """The Spark Column computing ``expr`` (scalars and nested payloads alike)."""
+def compile_expr(expr: Expr, resolve: FieldResolver, leaves: Mapping[Expr, Column] | None = None) -> Column:
+    """The Spark Column computing ``expr`` (scalars and nested payloads alike); ``leaves`` gives the
+    columns holding a window projection's aggregates and group key."""
+    if isinstance(expr, (Aggregate, GroupKey)):
+        if leaves is None or expr not in leaves:
+            raise TypeError(f"{expr.show()} has no column here")
+        return leaves[expr]
     if isinstance(expr, Literal):
         return _literal(expr.value, expr.type)
     if isinstance(expr, GetField):
         if isinstance(expr.base, Param):
             return resolve(expr.base.index, expr.name)
-        return compile_expr(expr.base, resolve).getField(expr.name)
+        return compile_expr(expr.base, resolve, leaves).getField(expr.name)
     if isinstance(expr, Param):
         assert expr.type.schema is not None
         return F.struct(*[resolve(expr.index, f.name).alias(f.name) for f in expr.type.schema.fields])
     if isinstance(expr, Construct):
-        return F.struct(*[c.alias(name) for name, c in construct_columns(expr, resolve)])
+        return F.struct(*[c.alias(name) for name, c in construct_columns(expr, resolve, leaves)])
     if isinstance(expr, Unary):
-        operand = compile_expr(expr.operand, resolve)
+        operand = compile_expr(expr.operand, resolve, leaves)
         if expr.op == "neg":
             return -operand
         if expr.op == "not":
             return ~operand
         return F.abs(operand)
     if isinstance(expr, Binary):
-        return _binary(expr, compile_expr(expr.left, resolve), compile_expr(expr.right, resolve))
+        return _binary(expr, compile_expr(expr.left, resolve, leaves), compile_expr(expr.right, resolve, leaves))
     if isinstance(expr, Call):
-        return _call(expr, [compile_expr(a, resolve) for a in expr.args])
+        return _call(expr, [compile_expr(a, resolve, leaves) for a in expr.args])
     raise TypeError(f"unknown expression node {expr!r}")
 
 
-def construct_columns(expr: Expr, resolve: FieldResolver) -> list[tuple[str, Column]]:
+def construct_columns(expr: Expr, resolve: FieldResolver,
+                      leaves: Mapping[Expr, Column] | None = None) -> list[tuple[str, Column]]:
     """The output columns of a payload-valued expression (the body of ``select``), each cast
     to its field's Spark type."""
     schema = expr.type.schema
     assert schema is not None
     if isinstance(expr, Construct):
-        return [(f.name, compile_expr(a, resolve).cast(cast_type(f.type)))
+        return [(f.name, compile_expr(a, resolve, leaves).cast(cast_type(f.type)))
                 for f, a in zip(schema.fields, expr.args)]
     if isinstance(expr, Param):
         return [(f.name, resolve(expr.index, f.name)) for f in schema.fields]
-    whole = compile_expr(expr, resolve)
+    whole = compile_expr(expr, resolve, leaves)
     return [(f.name, whole.getField(f.name)) for f in schema.fields]
 
 

@@ -27,6 +27,8 @@ from streamql.time import INFINITY_MICROS, MAX_MICROS, duration_micros
 
 SEQ, KIND, START, END, BAD, CLOSED, ARRIVAL = (
     "_sq_seq", "_sq_kind", "_sq_start", "_sq_end", "_sq_bad", "_sq_closed", "_sq_arrival")
+#: whether an event's start and payload are stable (always, for accepted input events)
+HEAD = "_sq_head"
 #: a row's scan unit (a run of arrival order) is ``_sq_seq >> 33``: monotonically_increasing_id
 #: keeps the partition index there, and arrival-ordered inputs put their arrival range there
 PARTITION_BITS = 33
@@ -371,8 +373,9 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings,
 class Ingress:
     """The outcome of one input's scan: accepted events and the CTIs."""
 
-    events: DataFrame  # _sq_start, _sq_end, _sq_closed, payload fields
+    events: DataFrame  # _sq_start, _sq_end, _sq_closed, _sq_head, payload fields
     final_cti: int | None
+    finite_cti: int | None  # the greatest CTI before INFINITY
     dropped: int
     adjusted: int
     bad_rows: int
@@ -435,10 +438,13 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
                                             & (F.shiftright(F.col("seq"), PARTITION_BITS) == key[0]))
                  for key in walk.simulated]
     final = state.cti
+    finite = None if final in (scan.NONE, INFINITY_MICROS) else final
     if flush:
         final = INFINITY_MICROS
     if imported is not None and imported.final_cti is not None:
         final = imported.final_cti if final == scan.NONE else max(final, imported.final_cti)
+    if imported is not None and imported.finite_cti is not None:
+        finite = imported.finite_cti if finite is None else max(finite, imported.finite_cti)
     events = prepared.filter(F.col(BAD).isNull() & (F.col(KIND) != scan.CTI))
     if decisions:
         applied = decisions[0]
@@ -458,8 +464,8 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         steps = _cti_steps(prepared, _compact(prepared, b, cti_rows is not None, with_seq=True), states, settings)
     payload = [f.name for f in b.node.schema.fields]
     return Ingress(
-        events=events.select(START, END, F.lit(True).alias(CLOSED), *payload),
-        final_cti=None if final == scan.NONE else final,
+        events=events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *payload),
+        final_cti=None if final == scan.NONE else final, finite_cti=finite,
         dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
         cti_steps=steps, persisted=persisted,
     )

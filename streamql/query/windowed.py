@@ -1,0 +1,198 @@
+"""The typed fluent API of windows and groups: ``Windowed[T]``, ``Grouped[K, T]``,
+``GroupedWindowed[K, T]`` and the ``Window[T]`` / ``GroupWindow[K, T]`` a window's ``select``
+receives.
+
+Inside ``select(lambda w: ...)`` the aggregates ``w.count()``, ``w.sum(f)``, ``w.avg(f)``,
+``w.min(f)``, ``w.max(f)`` and ``w.aggregate(user_aggregate, f)`` are expressions: several may be
+combined with arithmetic in one payload. Statically they have the types of their results.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any, Callable, Generic, NoReturn, TypeVar, cast
+
+from streamql.errors import ExpressionError
+from streamql.expr.nodes import Aggregate, Expr, GroupKey
+from streamql.expr.trace import trace, trace_call, wrap
+from streamql.expr.typing_rules import ORDERED
+from streamql.payload import Kind, PayloadSchema, ValueType
+from streamql.query.aggregates import UserAggregate, result_value_type
+from streamql.query.stream import Payload, Stream
+from streamql.query.windows import CountWindow, HoppingWindow, SnapshotWindow, WindowAggregate, WindowSpec
+from streamql.time import duration_micros
+
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+R = TypeVar("R")
+N = TypeVar("N", int, float, Decimal)
+C = TypeVar("C")
+
+_SUMMABLE = (Kind.INT, Kind.FLOAT, Kind.DECIMAL)
+
+
+class Window(Generic[T]):
+    """The events of one window, inside a window's ``select``: its methods are aggregates.
+
+    >>> stream.tumbling_window(timedelta(hours=1)).select(
+    ...     lambda w: Hourly(count=w.count(), total=w.sum(lambda e: e.price * e.qty)))  # doctest: +SKIP
+    """
+
+    __slots__ = ("_schema",)
+
+    def __init__(self, schema: PayloadSchema) -> None:
+        self._schema = schema
+
+    def _argument(self, fn: str, f: Callable[[T], Any]) -> Expr:
+        arg = trace(f, [self._schema], f"w.{fn}")
+        if arg.type.kind is Kind.STRUCT:
+            raise ExpressionError(f"w.{fn} aggregates scalar values, not the payload {arg.type} ({arg.show()})")
+        return arg
+
+    def count(self) -> int:
+        """The number of events in the window."""
+        return cast(int, wrap(Aggregate(ValueType(Kind.INT), "count", None)))
+
+    def sum(self, f: Callable[[T], N]) -> N:
+        """The sum of ``f`` over the window's events, skipping nulls (null if all are null)."""
+        arg = self._argument("sum", f)
+        if arg.type.kind not in _SUMMABLE:
+            raise ExpressionError(f"w.sum needs numbers (int, float, Decimal), got {arg.type} ({arg.show()})")
+        return cast(N, wrap(Aggregate(arg.type, "sum", arg)))
+
+    def avg(self, f: Callable[[T], float]) -> float:
+        """The mean of ``f`` over the window's events, skipping nulls (null if all are null)."""
+        arg = self._argument("avg", f)
+        if arg.type.kind is Kind.DECIMAL:
+            raise ExpressionError(
+                f"w.avg of Decimal ({arg.show()}) is not offered: the quotient's scale differs between "
+                "engines; average a float, or divide w.sum(...) by w.count() in float")
+        if arg.type.kind not in (Kind.INT, Kind.FLOAT):
+            raise ExpressionError(f"w.avg needs numbers (int, float), got {arg.type} ({arg.show()})")
+        return cast(float, wrap(Aggregate(ValueType(Kind.FLOAT, arg.type.nullable), "avg", arg)))
+
+    def _extreme(self, fn: str, f: Callable[[T], Any]) -> Any:
+        arg = self._argument(fn, f)
+        if arg.type.kind not in ORDERED:
+            raise ExpressionError(f"w.{fn} needs ordered values, got {arg.type} ({arg.show()})")
+        return wrap(Aggregate(arg.type, fn, arg))
+
+    def min(self, f: Callable[[T], C]) -> C:
+        """The least value of ``f`` over the window's events, skipping nulls."""
+        return cast(C, self._extreme("min", f))
+
+    def max(self, f: Callable[[T], C]) -> C:
+        """The greatest value of ``f`` over the window's events, skipping nulls."""
+        return cast(C, self._extreme("max", f))
+
+    def aggregate(self, aggregate: UserAggregate[V, Any, R], f: Callable[[T], V]) -> R:
+        """A user-defined aggregate (``sq.UserAggregate``) of ``f`` over the window's events."""
+        if not isinstance(aggregate, UserAggregate):
+            raise ExpressionError(f"w.aggregate needs a sq.UserAggregate instance, got {aggregate!r}")
+        arg = self._argument("aggregate", f)
+        return cast(R, wrap(Aggregate(result_value_type(aggregate), "user", arg, aggregate)))
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name == "key":
+            raise ExpressionError("w.key exists on grouped windows only: group_by(...) before the window")
+        raise ExpressionError(f"a window has no attribute {name!r}; its aggregates are count, sum, avg, "
+                              "min, max and aggregate")
+
+
+class GroupWindow(Window[T], Generic[K, T]):
+    """The events of one window of one group; ``key`` is the group's key."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, schema: PayloadSchema, key: ValueType) -> None:
+        super().__init__(schema)
+        self._key = key
+
+    @property
+    def key(self) -> K:
+        return cast(K, wrap(GroupKey(self._key)))
+
+
+def _projection(f: Callable[..., Any], window: Window[Any], what: str) -> Expr:
+    projection = trace_call(f, [window], what)
+    if projection.type.kind is not Kind.STRUCT:
+        raise ExpressionError(f"{what} must build a payload instance (a dataclass or attrs class), got "
+                              f"{projection.type} ({projection.show()})")
+    return projection
+
+
+class Windowed(Generic[T]):
+    """A stream cut into windows; ``select`` aggregates each window into one output event."""
+
+    __slots__ = ("_source", "_window")
+
+    def __init__(self, source: Stream[T], window: WindowSpec) -> None:
+        self._source, self._window = source, window
+
+    def select(self, f: Callable[[Window[T]], Payload]) -> Stream[Payload]:
+        """One event per non-empty window with the payload ``f`` builds from the window's aggregates."""
+        schema = self._source.node.schema
+        projection = _projection(f, Window(schema), f"{self._window} window select")
+        return Stream(WindowAggregate(self._source.node, self._window, None, projection))
+
+
+class Grouped(Generic[K, T]):
+    """A stream grouped by a key: each window kind applies per group."""
+
+    __slots__ = ("_source", "_key")
+
+    def __init__(self, source: Stream[T], key: Expr) -> None:
+        self._source, self._key = source, key
+
+    def _windowed(self, window: WindowSpec) -> GroupedWindowed[K, T]:
+        return GroupedWindowed(self._source, self._key, window)
+
+    def snapshot_window(self) -> GroupedWindowed[K, T]:
+        """Snapshot windows per group."""
+        return self._windowed(SnapshotWindow())
+
+    def hopping_window(self, size: timedelta, hop: timedelta) -> GroupedWindowed[K, T]:
+        """Hopping windows ``[k*hop, k*hop + size)`` per group."""
+        return self._windowed(hopping_spec("hopping_window", size, hop))
+
+    def tumbling_window(self, size: timedelta) -> GroupedWindowed[K, T]:
+        """Tumbling windows ``[k*size, (k+1)*size)`` per group."""
+        return self._windowed(hopping_spec("tumbling_window", size, size))
+
+    def count_window(self, n: int) -> GroupedWindowed[K, T]:
+        """Windows of ``n`` consecutive distinct start times per group."""
+        return self._windowed(count_spec(n))
+
+
+class GroupedWindowed(Generic[K, T]):
+    """Windows per group; ``select`` sees the group's key as ``w.key``."""
+
+    __slots__ = ("_source", "_key", "_window")
+
+    def __init__(self, source: Stream[T], key: Expr, window: WindowSpec) -> None:
+        self._source, self._key, self._window = source, key, window
+
+    def select(self, f: Callable[[GroupWindow[K, T]], Payload]) -> Stream[Payload]:
+        """One event per non-empty window of each group with the payload ``f`` builds."""
+        schema = self._source.node.schema
+        window: GroupWindow[K, T] = GroupWindow(schema, self._key.type)
+        projection = _projection(f, window, f"grouped {self._window} window select")
+        return Stream(WindowAggregate(self._source.node, self._window, self._key, projection))
+
+
+def hopping_spec(op: str, size: object, hop: object) -> HoppingWindow:
+    """Validated hopping window parameters (positive ``timedelta``s of whole microseconds)."""
+    for name, value in (("size", size), ("hop", hop)):
+        if not isinstance(value, timedelta):
+            raise ExpressionError(f"{op}: {name} must be a timedelta, got {value!r}")
+        if value <= timedelta(0):
+            raise ExpressionError(f"{op}: {name} must be positive, got {value}")
+    assert isinstance(size, timedelta) and isinstance(hop, timedelta)
+    return HoppingWindow(duration_micros(size), duration_micros(hop))
+
+
+def count_spec(n: object) -> CountWindow:
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise ExpressionError(f"count_window needs a positive int, got {n!r}")
+    return CountWindow(n)

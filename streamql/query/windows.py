@@ -1,0 +1,163 @@
+"""Window and grouping nodes: which events a window holds, what it outputs, and its CTI rule
+(DESIGN §4–§5, API.md "Windowed and grouped streams").
+
+Times are microseconds. Hopping and tumbling windows are ``[k*hop, k*hop + size)`` for every
+integer ``k`` (aligned to the Unix epoch); a tumbling window is a hopping window with
+``hop == size``.
+"""
+from __future__ import annotations
+
+import attrs
+
+from streamql.expr.nodes import Expr
+from streamql.payload import PayloadSchema
+from streamql.query.nodes import Node, Unary
+from streamql.time import INFINITY_MICROS
+
+
+@attrs.frozen(cache_hash=True)
+class WindowSpec:
+    """Which windows a window operator forms over its input."""
+
+    def output_cti(self, cti: int | None) -> int | None:
+        """The output CTI for input CTI ``cti`` when it does not depend on the data."""
+        return cti
+
+    @property
+    def cti_depends_on_data(self) -> bool:
+        return False
+
+
+@attrs.frozen(cache_hash=True)
+class SnapshotWindow(WindowSpec):
+    """A window for every interval between consecutive event endpoints in which some event is alive."""
+
+    def __str__(self) -> str:
+        return "snapshot"
+
+
+@attrs.frozen(cache_hash=True)
+class HoppingWindow(WindowSpec):
+    """Windows ``[k*hop, k*hop + size)``; tumbling windows have ``hop == size``."""
+
+    size: int
+    hop: int
+
+    def __attrs_post_init__(self) -> None:
+        if self.size <= 0 or self.hop <= 0:
+            raise ValueError(f"hopping windows need a positive size and hop, got {self.size} and {self.hop} µs")
+
+    def __str__(self) -> str:
+        return f"tumbling({self.size}µs)" if self.size == self.hop else f"hopping({self.size}µs, {self.hop}µs)"
+
+    def first_window_ending_after(self, t: int) -> int:
+        """The index ``k`` of the earliest window whose end is after ``t``."""
+        return (t - self.size) // self.hop + 1
+
+    def output_cti(self, cti: int | None) -> int | None:
+        # the start of the earliest window the CTI has not yet reached the end of, or the CTI if earlier
+        if cti is None or cti == INFINITY_MICROS:
+            return cti
+        return min(cti, self.first_window_ending_after(cti) * self.hop)
+
+
+@attrs.frozen(cache_hash=True)
+class CountWindow(WindowSpec):
+    """Windows over ``n`` consecutive distinct start times, sliding by one start time."""
+
+    n: int
+
+    def __attrs_post_init__(self) -> None:
+        if self.n <= 0:
+            raise ValueError(f"count windows need a positive count, got {self.n}")
+
+    def __str__(self) -> str:
+        return f"count({self.n})"
+
+    @property
+    def cti_depends_on_data(self) -> bool:
+        # the earliest window that is not yet stable starts at a start time of the data
+        return True
+
+
+@attrs.frozen(cache_hash=True)
+class WindowAggregate(Unary):
+    """A window operator with its ``select``: one output event per non-empty window (per group
+    when ``key`` is given), its payload ``projection`` built from ``Aggregate`` leaves and,
+    for grouped windows, the ``GroupKey``."""
+
+    window: WindowSpec
+    key: Expr | None
+    projection: Expr
+
+    @property
+    def schema(self) -> PayloadSchema:
+        schema = self.projection.type.schema
+        assert schema is not None
+        return schema
+
+    def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
+        if self.window.cti_depends_on_data:
+            raise ValueError(f"the CTI of a {self.window} window depends on its input events")
+        return self.window.output_cti(input_ctis[0])
+
+    @property
+    def cti_depends_on_data(self) -> bool:
+        return self.window.cti_depends_on_data or self.source.cti_depends_on_data
+
+    @property
+    def may_be_open(self) -> bool:
+        # a snapshot interval ends where an input event ends; other windows end with the window
+        return isinstance(self.window, SnapshotWindow) and self.source.may_be_open
+
+
+@attrs.frozen(cache_hash=True)
+class GroupSource(Node):
+    """The stream of one group inside ``group_apply``'s sub-query; ``open_ends`` is whether the
+    grouped stream may hold events that never end."""
+
+    payload: PayloadSchema
+    open_ends: bool
+
+    @property
+    def schema(self) -> PayloadSchema:
+        return self.payload
+
+    @property
+    def may_be_open(self) -> bool:
+        return self.open_ends
+
+
+@attrs.frozen(cache_hash=True)
+class GroupApply(Unary):
+    """Runs the sub-query ``apply`` (whose leaf is a ``GroupSource``) on the events of every group of
+    ``key`` and maps each output payload through ``result`` (``GroupKey`` and ``Param`` 0)."""
+
+    key: Expr
+    apply: Node
+    result: Expr
+
+    @property
+    def schema(self) -> PayloadSchema:
+        schema = self.result.type.schema
+        assert schema is not None
+        return schema
+
+    def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
+        # every group sees the same CTIs, so the sub-query's rule applies to the input CTI
+        return _static_cti(self.apply, input_ctis[0])
+
+    @property
+    def cti_depends_on_data(self) -> bool:
+        return self.apply.cti_depends_on_data or self.source.cti_depends_on_data
+
+    @property
+    def may_be_open(self) -> bool:
+        return self.apply.may_be_open
+
+
+def _static_cti(node: Node, group_cti: int | None) -> int | None:
+    if isinstance(node, GroupSource):
+        return group_cti
+    return node.output_cti(tuple(_static_cti(s, group_cti) for s in node.sources))
+

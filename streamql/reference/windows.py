@@ -1,0 +1,193 @@
+"""The reference semantics of windows, grouped windows and ``group_apply`` (DESIGN §4–§5, API.md).
+
+Each window kind is a function from one group's events to its windows: the window's lifetime,
+its member events (lifetimes clipped to the window) and whether the window is stable. The
+aggregates and the projection then give one output event per window.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from streamql.expr.nodes import Aggregate, Expr, GroupKey, aggregates_of
+from streamql.payload import value_key
+from streamql.query import windows
+from streamql.reference.expressions import evaluate
+from streamql.reference.operators import GROUP, Ev, Flow, events_of
+from streamql.time import INFINITY_MICROS, from_micros, shift
+
+
+@attrs.frozen
+class Formed:
+    """One window: its lifetime, its members (clipped to it) and whether it is stable."""
+
+    start: int
+    end: int
+    members: list[Ev]
+    stable: bool
+    head_stable: bool
+
+
+def _clip(e: Ev, start: int, end: int) -> Ev:
+    return attrs.evolve(e, start=max(e.start, start), end=min(e.end, end))
+
+
+def snapshot(events: list[Ev], cti: int | None) -> list[Formed]:
+    """One window per interval between consecutive endpoints in which some event is alive."""
+    points = sorted({e.start for e in events} | {e.end for e in events})
+    formed = []
+    for a, b in zip(points, points[1:]):
+        alive = [e for e in events if e.start <= a < e.end]
+        if not alive:
+            continue
+        # a boundary at the CTI counts only if what makes it is stable (DESIGN §5)
+        stable_boundary = (any(e.end == b and e.end_stable for e in alive)
+                           or any(e.start == b and e.head_stable for e in events))
+        stable = cti is not None and (cti == INFINITY_MICROS or b < cti or (b == cti and stable_boundary))
+        formed.append(Formed(a, b, [_clip(e, a, b) for e in alive], stable, cti is not None and a < cti))
+    return formed
+
+
+def hopping(spec: windows.HoppingWindow, events: list[Ev], cti: int | None, horizon: int | None) -> list[Formed]:
+    """Every window ``[k*hop, k*hop + size)`` that some event overlaps; an event that never ends
+    reaches the windows starting at or before ``horizon``."""
+    members: dict[int, list[Ev]] = {}
+    for e in events:
+        first = spec.first_window_ending_after(e.start)
+        if e.end == INFINITY_MICROS:
+            last = first - 1 if horizon is None else horizon // spec.hop
+        else:
+            last = (e.end - 1) // spec.hop
+        for k in range(first, last + 1):
+            members.setdefault(k, []).append(e)
+    formed = []
+    for k in sorted(members):
+        start = k * spec.hop
+        end = shift(start, spec.size)
+        stable = cti is not None and (cti == INFINITY_MICROS or end <= cti)
+        formed.append(Formed(start, end, [_clip(e, start, end) for e in members[k]], stable, stable))
+    return formed
+
+
+def counted(spec: windows.CountWindow, events: list[Ev], cti: int | None) -> tuple[list[Formed], int | None]:
+    """Windows over ``n`` consecutive distinct start times, and the group's output CTI."""
+    starts = sorted({e.start for e in events})
+    formed = []
+    for i in range(len(starts) - spec.n + 1):
+        first, last = starts[i], starts[i + spec.n - 1]
+        end = shift(last, 1)
+        inside = [_clip(e, first, end) for e in events if first <= e.start <= last]
+        stable = cti is not None and (cti == INFINITY_MICROS or last < cti)
+        formed.append(Formed(first, end, inside, stable, stable))
+    return formed, count_window_cti(spec, starts, cti)
+
+
+def count_window_cti(spec: windows.CountWindow, starts: list[int], cti: int | None) -> int | None:
+    """The start of the earliest count window that is not yet stable, or the CTI if that is earlier.
+
+    At a CTI of INFINITY nothing can change, so the CTI stays INFINITY (decisions.md)."""
+    if cti is None or cti == INFINITY_MICROS:
+        return cti
+    for i, first in enumerate(starts):
+        if first >= cti:
+            break
+        filled = i + spec.n - 1 < len(starts)
+        if not filled or starts[i + spec.n - 1] >= cti:
+            return first
+    return cti
+
+
+def aggregate(agg: Aggregate, members: list[Ev]) -> Any:
+    """The value of one aggregate over a window's members (nulls skipped; null when all are)."""
+    if agg.fn == "count":
+        return len(members)
+    assert agg.arg is not None
+    values = [evaluate(agg.arg, [m.payload]) for m in members]
+    if agg.fn == "user":
+        arg_type = agg.arg.type
+        ordered = sorted(zip(members, values), key=lambda mv: (mv[0].start, mv[0].end, value_key(arg_type, mv[1])))
+        return agg.user.fold([(v, from_micros(m.start), from_micros(m.end)) for m, v in ordered])
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    if agg.fn == "sum":
+        return sum(present[1:], present[0])
+    if agg.fn == "avg":
+        return float(sum(present)) / len(present)
+    if agg.fn == "min":
+        return min(present)
+    if agg.fn == "max":
+        return max(present)
+    raise ValueError(f"unknown aggregate {agg.fn!r}")
+
+
+def _groups(key: Expr | None, events: Iterable[Ev]) -> dict[tuple[Any, ...], tuple[Any, list[Ev]]]:
+    """Events by group key (keys compared as the payload order compares them: nulls equal)."""
+    groups: dict[tuple[Any, ...], tuple[Any, list[Ev]]] = {}
+    for e in events:
+        value = None if key is None else evaluate(key, [e.payload])
+        ident = () if key is None else value_key(key.type, value)
+        groups.setdefault(ident, (value, []))[1].append(e)
+    return groups
+
+
+def _horizon(flow: Flow) -> int | None:
+    """The greatest finite time seen at an operator's input: starts, finite ends, finite CTIs."""
+    times = [e.start for e in flow.events] + [e.end for e in flow.events if e.end != INFINITY_MICROS]
+    if flow.finite_cti is not None:
+        times.append(flow.finite_cti)
+    return max(times, default=None)
+
+
+def _window_flow(node: windows.WindowAggregate, source: Flow) -> Flow:
+    spec, cti = node.window, source.cti
+    aggregates = aggregates_of(node.projection)
+    key_leaf = GroupKey(node.key.type) if node.key is not None else None
+    horizon = _horizon(source)
+    events: list[Ev] = []
+    output_cti = spec.output_cti(cti) if not spec.cti_depends_on_data else cti
+    for key_value, group in _groups(node.key, source.events).values():
+        if isinstance(spec, windows.SnapshotWindow):
+            formed = snapshot(group, cti)
+        elif isinstance(spec, windows.HoppingWindow):
+            formed = hopping(spec, group, cti, horizon)
+        else:
+            assert isinstance(spec, windows.CountWindow)
+            formed, group_cti = counted(spec, group, cti)
+            if group_cti is not None and output_cti is not None:
+                output_cti = min(output_cti, group_cti)
+        for w in formed:
+            leaves: dict[Expr, Any] = {a: aggregate(a, w.members) for a in aggregates}
+            if key_leaf is not None:
+                leaves[key_leaf] = key_value
+            events.append(Ev(w.start, w.end, evaluate(node.projection, [], leaves), w.stable, w.head_stable))
+    finite = spec.output_cti(source.finite_cti) if not spec.cti_depends_on_data else source.finite_cti
+    return Flow(events, output_cti, finite)
+
+
+@events_of.register
+def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) -> Flow:
+    return _window_flow(node, events_of(node.source, env))
+
+
+@events_of.register
+def _group_source(node: windows.GroupSource, env: Mapping[str, Flow]) -> Flow:
+    return env[GROUP]
+
+
+@events_of.register
+def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
+    source = events_of(node.source, env)
+    key_leaf = GroupKey(node.key.type)
+    # every group sees the same CTIs, including groups with no events yet (DESIGN §5)
+    empty = events_of(node.apply, {**env, GROUP: Flow([], source.cti, source.finite_cti)})
+    cti = empty.cti
+    events: list[Ev] = []
+    for key_value, group in _groups(node.key, source.events).values():
+        inner = events_of(node.apply, {**env, GROUP: Flow(group, source.cti, source.finite_cti)})
+        if inner.cti is not None and cti is not None:
+            cti = min(cti, inner.cti)
+        leaves: dict[Expr, Any] = {key_leaf: key_value}
+        events.extend(attrs.evolve(e, payload=evaluate(node.result, [e.payload], leaves)) for e in inner.events)
+    return Flow(events, cti, empty.finite_cti)

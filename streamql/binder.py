@@ -14,6 +14,7 @@ from streamql.payload import sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
 from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, run_ingress
+from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators import Flow, compile_node
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release
 from streamql.spark.schema import collectable, payload_from_row

@@ -11,6 +11,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Python workers unpickle the user aggregates defined in test modules by reference: they import
+# those modules, and with them the shared ``support`` package
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_TESTS, os.path.dirname(_TESTS), os.environ.get("PYTHONPATH")) if p)
 
 
 @pytest.fixture(scope="session")

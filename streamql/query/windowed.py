@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any, Callable, Generic, NoReturn, TypeVar, cast
+from typing import Any, Callable, Generic, NoReturn, Optional, TypeVar, cast, overload
 
 from streamql.errors import ExpressionError
-from streamql.expr.nodes import Aggregate, Expr, GroupKey
+from streamql.expr.nodes import Aggregate, Expr, GroupKey, aggregates_of, reads_key
 from streamql.expr.trace import trace, trace_call, wrap
 from streamql.expr.typing_rules import ORDERED
 from streamql.payload import Kind, PayloadSchema, ValueType
@@ -45,7 +45,12 @@ class Window(Generic[T]):
         self._schema = schema
 
     def _argument(self, fn: str, f: Callable[[T], Any]) -> Expr:
+        if not callable(f):
+            raise ExpressionError(f"w.{fn} takes a function of the event (e.g. lambda e: e.price), got {f!r}")
         arg = trace(f, [self._schema], f"w.{fn}")
+        if aggregates_of(arg) or reads_key(arg):
+            raise ExpressionError(f"w.{fn}'s function reads the window itself ({arg.show()}): an aggregate's "
+                                  "argument is an expression of one event")
         if arg.type.kind is Kind.STRUCT:
             raise ExpressionError(f"w.{fn} aggregates scalar values, not the payload {arg.type} ({arg.show()})")
         return arg
@@ -54,14 +59,24 @@ class Window(Generic[T]):
         """The number of events in the window."""
         return cast(int, wrap(Aggregate(ValueType(Kind.INT), "count", None)))
 
-    def sum(self, f: Callable[[T], N]) -> N:
+    @overload
+    def sum(self, f: Callable[[T], N]) -> N: ...
+    @overload
+    def sum(self, f: Callable[[T], Optional[N]]) -> Optional[N]: ...
+
+    def sum(self, f: Callable[[T], Any]) -> Any:
         """The sum of ``f`` over the window's events, skipping nulls (null if all are null)."""
         arg = self._argument("sum", f)
         if arg.type.kind not in _SUMMABLE:
             raise ExpressionError(f"w.sum needs numbers (int, float, Decimal), got {arg.type} ({arg.show()})")
-        return cast(N, wrap(Aggregate(arg.type, "sum", arg)))
+        return wrap(Aggregate(arg.type, "sum", arg))
 
-    def avg(self, f: Callable[[T], float]) -> float:
+    @overload
+    def avg(self, f: Callable[[T], float]) -> float: ...
+    @overload
+    def avg(self, f: Callable[[T], Optional[float]]) -> Optional[float]: ...
+
+    def avg(self, f: Callable[[T], Any]) -> Any:
         """The mean of ``f`` over the window's events, skipping nulls (null if all are null)."""
         arg = self._argument("avg", f)
         if arg.type.kind is Kind.DECIMAL:
@@ -70,7 +85,7 @@ class Window(Generic[T]):
                 "engines; average a float, or divide w.sum(...) by w.count() in float")
         if arg.type.kind not in (Kind.INT, Kind.FLOAT):
             raise ExpressionError(f"w.avg needs numbers (int, float), got {arg.type} ({arg.show()})")
-        return cast(float, wrap(Aggregate(ValueType(Kind.FLOAT, arg.type.nullable), "avg", arg)))
+        return wrap(Aggregate(ValueType(Kind.FLOAT, arg.type.nullable), "avg", arg))
 
     def _extreme(self, fn: str, f: Callable[[T], Any]) -> Any:
         arg = self._argument(fn, f)

@@ -1,0 +1,78 @@
+"""Hopping and tumbling windows on Spark: each event is assigned to the windows its lifetime
+overlaps, then every (group, window) is aggregated — a generate plus one shuffle, as Spark's own
+``window()`` grouping does, and parallel whether or not the stream is grouped.
+
+Window ``k`` is ``[k*hop, k*hop + size)``. An event ``[s, e)`` overlaps windows
+``floor((s - size) / hop) + 1`` to ``floor((e - 1) / hop)``; an event that never ends reaches the
+windows starting at or before the horizon of its group (DESIGN §5).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from streamql.expr.nodes import Aggregate
+from streamql.query.windows import HoppingWindow
+from streamql.spark.aggregates import member_aggregates
+from streamql.spark.ingress import CLOSED, END, HEAD, START
+from streamql.spark.operators import shifted
+from streamql.time import INFINITY_MICROS
+
+WINDOW, LAST, CAP = "_sq_window", "_sq_last", "_sq_cap"
+
+
+def floor_div(a: Column, b: int) -> Column:
+    """``floor(a / b)`` for a long ``a`` and a positive ``b``, in exact integer arithmetic (a double
+    quotient loses precision past 2**53 microseconds)."""
+    # a - pmod(a, b) is a multiple of b, which SQL's truncating integral ``div`` divides exactly
+    return F.call_function("div", a - F.pmod(a, F.lit(b)), F.lit(b))
+
+
+def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...], horizon_keys: tuple[str, ...],
+                    aggregates: Sequence[Aggregate], cti: int | None, latest: DataFrame | None) -> DataFrame:
+    """One row per non-empty window per group of ``keys``: the window's lifetime, its stability,
+    the keys and the aggregates. ``latest`` (``horizon_keys`` + ``_sq_latest`` per event) is given
+    when events may never end: their windows stop at the greatest ``_sq_latest`` of their group."""
+    first = floor_div(F.col(START) - F.lit(spec.size), spec.hop) + F.lit(1)
+    finite_last = floor_div(F.col(END) - F.lit(1), spec.hop)
+    events = frame.withColumn(LAST, finite_last)
+    if latest is not None:
+        caps = latest.groupBy(*horizon_keys).agg(F.max("_sq_latest").alias(CAP))
+        open_events = _join_caps(frame.filter(F.col(END) == F.lit(INFINITY_MICROS)), caps, horizon_keys)
+        open_events = open_events.withColumn(LAST, floor_div(F.col(CAP), spec.hop)).drop(CAP)
+        events = events.filter(F.col(END) != F.lit(INFINITY_MICROS)).unionByName(open_events)
+    windowed = events.select("*", F.explode(F.sequence(first, F.col(LAST))).alias(WINDOW))
+    window_start = F.col(WINDOW) * F.lit(spec.hop)
+    window_end = shifted(window_start, spec.size)
+    # members see their lifetimes clipped to the window (time-sensitive user aggregates)
+    clipped_start = F.greatest(F.col(START), window_start)
+    clipped_end = F.least(F.col(END), window_end)
+    formed = windowed.groupBy(*keys, WINDOW).agg(*member_aggregates(list(enumerate(aggregates)), clipped_start, clipped_end))
+    start = F.col(WINDOW) * F.lit(spec.hop)
+    end = shifted(start, spec.size)
+    if cti is None:
+        stable: Column = F.lit(False)
+    elif cti == INFINITY_MICROS:
+        stable = F.lit(True)
+    else:
+        stable = end <= F.lit(cti)  # a window is stable once the CTI reaches its end
+    names = [n for n in formed.columns if n not in (*keys, WINDOW)]
+    return formed.select(start.alias(START), end.alias(END), stable.alias(CLOSED), stable.alias(HEAD),
+                         *keys, *names)
+
+
+def _join_caps(open_events: DataFrame, caps: DataFrame, horizon_keys: tuple[str, ...]) -> DataFrame:
+    """Each open event with its group's horizon (keys compared null-safely: null is a group)."""
+    if not horizon_keys:
+        # one row: an equi-join on a constant broadcasts it rather than planning a nested loop
+        return (open_events.withColumn("_sq_one", F.lit(1))
+                .join(F.broadcast(caps.withColumn("_sq_one", F.lit(1))), "_sq_one").drop("_sq_one"))
+    renamed = caps.select(*[F.col(k).alias(f"_sq_cap_{k}") for k in horizon_keys], CAP)
+    condition = None
+    for k in horizon_keys:
+        equal = open_events[k].eqNullSafe(renamed[f"_sq_cap_{k}"])
+        condition = equal if condition is None else condition & equal
+    joined = open_events.join(renamed, condition)
+    return joined.drop(*[f"_sq_cap_{k}" for k in horizon_keys])

@@ -1,0 +1,91 @@
+"""Windows, grouped windows and ``group_apply`` on Spark.
+
+A window operator computes its key column (grouped windows), each aggregate's argument per event,
+then forms its windows with one of ``snapshot``, ``hopping`` or ``count_window`` — each returns one
+row per non-empty window with the lifetime, stability flags, keys and one column per aggregate —
+and finally builds the payload from those columns.
+
+``group_apply`` adds its key as a column that every operator of the sub-query carries and that
+every window partitions by: the sub-query runs once over all groups, not once per group.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from streamql.expr.nodes import Expr, GroupKey, aggregates_of
+from streamql.query import windows
+from streamql.spark.aggregates import result_name, value_columns
+from streamql.spark.count_window import count_windows
+from streamql.spark.expressions import compile_expr, construct_columns
+from streamql.spark.hopping import hopping_windows
+from streamql.spark.ingress import END, START
+from streamql.spark.operators import GROUP, LIFETIME, Flow, by_name, compile_node
+from streamql.time import INFINITY_MICROS
+
+
+def key_name(depth: int) -> str:
+    """The column of the ``depth``-th group key (outermost ``group_apply`` first)."""
+    return f"_sq_key{depth}"
+
+
+def horizon(source: Flow) -> Column:
+    """Per group of the source's keys: the greatest finite time seen at a window's input (starts,
+    finite ends and the greatest finite CTI) — where windows over events that never end stop."""
+    finite_end = F.when(F.col(END) != F.lit(INFINITY_MICROS), F.col(END))
+    latest = F.greatest(F.col(START), F.coalesce(finite_end, F.col(START)))
+    if source.finite_cti is not None:
+        latest = F.greatest(latest, F.lit(source.finite_cti))
+    return latest
+
+
+@compile_node.register
+def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    frame, keys = source.frame, source.keys
+    if node.key is not None:
+        keys = keys + (key_name(len(keys)),)
+        frame = frame.withColumn(keys[-1], compile_expr(node.key, by_name))
+    aggregates = aggregates_of(node.projection)
+    frame = frame.select(*LIFETIME, *keys, *value_columns(aggregates, by_name))
+    spec = node.window
+    cti, finite = source.cti, source.finite_cti
+    if isinstance(spec, windows.SnapshotWindow):
+        from streamql.spark.snapshot import snapshot_windows
+
+        formed = snapshot_windows(frame, keys, aggregates, cti)
+    elif isinstance(spec, windows.HoppingWindow):
+        # only events that never end need the horizon, and only inputs that may hold them pay for it
+        latest = frame.select(*source.keys, horizon(source).alias("_sq_latest")) if node.source.may_be_open else None
+        formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, latest)
+        cti, finite = spec.output_cti(cti), spec.output_cti(finite)
+    else:
+        assert isinstance(spec, windows.CountWindow)
+        formed, cti = count_windows(spec, frame, keys, aggregates, cti)
+    leaves: dict[Expr, Column] = {a: F.col(result_name(i)) for i, a in enumerate(aggregates)}
+    if node.key is not None:
+        leaves[GroupKey(node.key.type)] = F.col(keys[-1])
+    payload = construct_columns(node.projection, by_name, leaves)
+    out = formed.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
+    return Flow(out, cti, finite, source.keys)
+
+
+@compile_node.register
+def _group_source(node: windows.GroupSource, env: Mapping[str, Flow]) -> Flow:
+    return env[GROUP]
+
+
+@compile_node.register
+def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    key = key_name(len(source.keys))
+    grouped = Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
+                   source.keys + (key,))
+    inner = compile_node(node.apply, {**env, GROUP: grouped})
+    payload = construct_columns(node.result, by_name, {GroupKey(node.key.type): F.col(key)})
+    out = inner.frame.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
+    # windows compute data-dependent CTIs over all groups at once; the minimum over the groups
+    # includes the CTI of a group with no events, which is the input CTI through the static rules
+    return Flow(out, inner.cti, inner.finite_cti, source.keys)

@@ -1,27 +1,52 @@
 """streamql benchmarks: one command, a printed table, a hand-written PySpark baseline in the same run.
 
-    .venv/bin/python benchmarks/run.py [--events N] [--repeat R]
+    .venv/bin/python benchmarks/run.py [--events N] [--repeat R] [--only ROW,ROW] [--check]
 
 Each row runs a streamql query and a PySpark job an expert would write by hand for the same
 output (without CTI handling), writes both to parquet, and reports the best wall time of
-``--repeat`` runs and their ratio.
+``--repeat`` runs and their ratio. ``--events`` overrides every row's own event count.
+
+Rows (names for ``--only``, default all):
+
+  alter            10 M points: where + select + alter_duration, CTI every 1000 events, DROP
+  alter-late       the same with 1 in 10,000 events 5 s late (DROP removes them)
+  sliding-avg      5 M points over 1,000 meters: alter_duration(3 min) + grouped snapshot avg;
+                   baseline: endpoint sweep (running sums over +value/-value endpoints per meter)
+  sliding-avg-all  the same snapshot over all meters (no group_by); baseline: the same sweep
+                   without partitioning, which Spark runs as a single-partition window. Also
+                   prints the tasks of every stage of both jobs (stages with > 1 task use both cores)
+  hopping-count    5 M points over 1,000 keys: grouped hopping_window(10 min, 1 min) count;
+                   baseline: Spark's window(ts, "10 minutes", "1 minute") grouping
+
+``--check`` times nothing: for every row whose baseline has the same output rows (the new rows:
+their CTIs flush, so every event is released and nothing is late) it compares, ignoring order
+and with floats rounded to 9 digits, (1) the baseline and streamql against the reference
+evaluator (the specification) on a tiny input, and (2) streamql's ``to_dataframe`` against the
+baseline on ``--check-events`` events (20k). The ``alter`` rows are not comparable: without
+flush, streamql holds back the events after the last CTI, which the baseline writes.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import os
 import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 import streamql as sq
+from streamql.query.nodes import Input
+from streamql.time import to_micros
 
 
 @dataclass(frozen=True)
@@ -34,6 +59,32 @@ class Reading:
 class Usage:
     meter: str
     kw: float
+
+
+@dataclass(frozen=True)
+class MeterAverage:
+    meter: str
+    average: float
+
+
+@dataclass(frozen=True)
+class Average:
+    average: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    key: str
+
+
+@dataclass(frozen=True)
+class KeyCount:
+    key: str
+    count: int
+
+
+SLIDE = timedelta(minutes=3)
+SLIDE_MICROS = 180_000_000
 
 
 def readings(spark: SparkSession, n: int, partitions: int, late_every: int | None) -> DataFrame:
@@ -51,24 +102,183 @@ def readings(spark: SparkSession, n: int, partitions: int, late_every: int | Non
     )
 
 
-def streamql_job(spark: SparkSession, source: DataFrame, out: str) -> None:
-    settings = sq.AdvanceTimeSettings(
+def spread_points(spark: SparkSession, n: int, partitions: int, *, key: str, keys: int = 1000,
+                  spacing: int = 10_000) -> DataFrame:
+    """``n`` point events generated in Spark, one every ``spacing`` microseconds (10 ms: 5 M events
+    span ~14 hours) over ``keys`` values of the string column ``key``, with a ``consumption`` that
+    is a multiple of 0.25 (running sums of it are exact). Each start moves back by up to 0.6 ms,
+    and every 10th event by one more ``spacing``, which puts it 0.1-0.6 ms before the event that
+    arrived just before it: out of order, but within the 1 ms CTI delay, so none is dropped."""
+    ids = spark.range(0, n, 1, partitions)
+    start = F.col("id") * spacing - (F.col("id") % 7) * 100
+    start = F.when(F.col("id") % 10 == 9, start - spacing).otherwise(start)
+    return ids.select(
+        start.alias("ts"),
+        F.concat(F.lit(key[0]), (F.col("id") % keys).cast("string")).alias(key),
+        ((F.col("id") % 400) * 0.25).alias("consumption"),
+    )
+
+
+def meters(spark: SparkSession, n: int, partitions: int) -> DataFrame:
+    return spread_points(spark, n, partitions, key="meter")
+
+
+def hits(spark: SparkSession, n: int, partitions: int) -> DataFrame:
+    return spread_points(spark, n, partitions, key="key")
+
+
+def tiny_meters(spark: SparkSession) -> DataFrame:
+    """300 events over 5 meters, one every 2 s (10 minutes): 3-minute lifetimes overlap ~90 deep."""
+    return spread_points(spark, 300, 2, key="meter", keys=5, spacing=2_000_000)
+
+
+def tiny_hits(spark: SparkSession) -> DataFrame:
+    """300 events over 5 keys, one every 7 s (35 minutes): several 10-minute windows per key."""
+    return spread_points(spark, 300, 2, key="key", keys=5, spacing=7_000_000)
+
+
+# --- queries --------------------------------------------------------------------------------
+
+def dropping() -> sq.AdvanceTimeSettings:
+    return sq.AdvanceTimeSettings(
         generation=sq.AdvanceTimeGeneration(every_events=1000, delay=timedelta(milliseconds=1)),
         policy=sq.AdvanceTimePolicy.DROP,
     )
+
+
+def flushing() -> sq.AdvanceTimeSettings:
+    """Every event is released (the final CTI is INFINITY) and, with the input out of order by
+    less than the delay, none is late: the baselines need no CTI logic."""
+    return sq.AdvanceTimeSettings(
+        generation=sq.AdvanceTimeGeneration(every_events=1000, delay=timedelta(milliseconds=1), flush=True))
+
+
+Query = tuple[sq.Stream[Any], sq.Stream[Any]]  # (the input, the query)
+
+
+def alter_query() -> Query:
     inp = sq.input("readings", Reading)
     q = (inp.where(lambda e: e.consumption > 10)
          .select(lambda e: Usage(e.meter, e.consumption / 1000))
-         .alter_duration(timedelta(minutes=3)))
-    sq.Binder(spark).bind(inp, source, start="ts", advance_time=settings).write(q, out, mode="overwrite")
+         .alter_duration(SLIDE))
+    return inp, q
 
 
-def baseline_job(spark: SparkSession, source: DataFrame, out: str) -> None:
-    (source.filter(F.col("consumption") > 10)
-     .select(F.timestamp_micros(F.col("ts")).alias("start"),
-             F.timestamp_micros(F.col("ts") + 180_000_000).alias("end"),
-             F.col("meter"), (F.col("consumption") / 1000).alias("kw"))
-     .write.mode("overwrite").parquet(out))
+def sliding_avg_query() -> Query:
+    inp = sq.input("readings", Reading)
+    q = (inp.alter_duration(SLIDE)
+         .group_by(lambda e: e.meter)
+         .snapshot_window()
+         .select(lambda w: MeterAverage(w.key, w.avg(lambda e: e.consumption))))
+    return inp, q
+
+
+def sliding_avg_all_query() -> Query:
+    inp = sq.input("readings", Reading)
+    q = (inp.alter_duration(SLIDE)
+         .snapshot_window()
+         .select(lambda w: Average(w.avg(lambda e: e.consumption))))
+    return inp, q
+
+
+def hopping_count_query() -> Query:
+    inp = sq.input("hits", Hit)
+    q = (inp.group_by(lambda e: e.key)
+         .hopping_window(timedelta(minutes=10), timedelta(minutes=1))
+         .select(lambda w: KeyCount(w.key, w.count())))
+    return inp, q
+
+
+# --- hand-written baselines -----------------------------------------------------------------
+
+def alter_baseline(source: DataFrame) -> DataFrame:
+    return (source.filter(F.col("consumption") > 10)
+            .select(F.timestamp_micros(F.col("ts")).alias("start"),
+                    F.timestamp_micros(F.col("ts") + SLIDE_MICROS).alias("end"),
+                    F.col("meter"), (F.col("consumption") / 1000).alias("kw")))
+
+
+def sweep_baseline(keys: Sequence[str]) -> Callable[[DataFrame], DataFrame]:
+    """The expert's sliding average: +value at each start and -value at start + 3 min; running
+    sums (value and count) over the endpoints in time order give what is alive on
+    ``[t_i, t_{i+1})``. Without ``keys`` the window has no partitioning: Spark moves every
+    endpoint to one partition."""
+    def baseline(source: DataFrame) -> DataFrame:
+        value = F.col("consumption")
+        starts = source.select(*keys, F.col("ts").alias("t"), value.alias("dv"), F.lit(1).alias("dn"))
+        ends = source.select(*keys, (F.col("ts") + SLIDE_MICROS).alias("t"), (-value).alias("dv"),
+                             F.lit(-1).alias("dn"))
+        order = Window.partitionBy(*keys).orderBy("t") if keys else Window.orderBy("t")
+        # a RANGE frame takes in every endpoint at the same time (its peers) ...
+        upto = order.rangeBetween(Window.unboundedPreceding, Window.currentRow)
+        swept = starts.unionByName(ends).select(
+            *keys, "t", F.sum("dv").over(upto).alias("s"), F.sum("dn").over(upto).alias("n"),
+            F.lead("t").over(order).alias("next"))
+        # ... and only the last of those peers has the next, later endpoint as its lead
+        alive = swept.filter((F.col("n") > 0) & (F.col("next") > F.col("t")))
+        return alive.select(F.timestamp_micros(F.col("t")).alias("start"),
+                            F.timestamp_micros(F.col("next")).alias("end"),
+                            *keys, (F.col("s") / F.col("n")).alias("average"))
+    return baseline
+
+
+def hopping_baseline(source: DataFrame) -> DataFrame:
+    # window() puts a point in every window with start <= ts < end, as streamql does
+    window = F.window(F.timestamp_micros(F.col("ts")), "10 minutes", "1 minute")
+    counted = source.groupBy(window.alias("w"), F.col("key")).agg(F.count(F.lit(1)).alias("count"))
+    return counted.select(F.col("w.start").alias("start"), F.col("w.end").alias("end"), "key", "count")
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the table."""
+
+    name: str
+    label: str  # "{events}" becomes e.g. "5 M"
+    events: int  # the default number of events
+    source: Callable[[SparkSession, int, int], DataFrame]  # (spark, events, partitions)
+    query: Callable[[], Query]
+    settings: Callable[[], sq.AdvanceTimeSettings]
+    baseline: Callable[[DataFrame], DataFrame]
+    payload: type[Any]
+    tiny: Callable[[SparkSession], DataFrame] | None = None  # set when the outputs are comparable
+    show_tasks: bool = False
+
+
+CASES = [
+    Case("alter", "{events} points: where+select+alter_duration, CTI every 1000, DROP -> parquet", 10_000_000,
+         lambda spark, n, p: readings(spark, n, p, None), alter_query, dropping, alter_baseline, Reading),
+    Case("alter-late", "  same, 1 in 10,000 events 5 s late (DROP removes them: every scan unit simulated)",
+         10_000_000, lambda spark, n, p: readings(spark, n, p, 10_000), alter_query, dropping, alter_baseline,
+         Reading),
+    Case("sliding-avg", "{events} points, 1000 meters: alter_duration(3 min), grouped snapshot avg "
+         "(baseline: endpoint sweep)", 5_000_000, meters, sliding_avg_query, flushing, sweep_baseline(["meter"]),
+         Reading, tiny_meters),
+    Case("sliding-avg-all", "  same, ungrouped snapshot (baseline: sweep as a single-partition window)",
+         5_000_000, meters, sliding_avg_all_query, flushing, sweep_baseline([]), Reading, tiny_meters,
+         show_tasks=True),
+    Case("hopping-count", "{events} points, 1000 keys: grouped hopping_window(10 min, 1 min) count "
+         "(baseline: F.window)", 5_000_000, hits, hopping_count_query, flushing, hopping_baseline, Hit,
+         tiny_hits),
+]
+
+
+def binding(spark: SparkSession, case: Case, source: DataFrame) -> tuple[sq.Binder, sq.Stream[Any]]:
+    inp, q = case.query()
+    return sq.Binder(spark).bind(inp, source, start="ts", advance_time=case.settings()), q
+
+
+def streamql_job(spark: SparkSession, case: Case, source: DataFrame, out: str) -> None:
+    binder, q = binding(spark, case, source)
+    result = binder.write(q, out, mode="overwrite")
+    if case.tiny is not None and result.dropped:  # the baseline would not be the same job
+        raise AssertionError(f"{case.name}: streamql dropped {result.dropped} late events")
+
+
+def baseline_job(case: Case, source: DataFrame, out: str) -> None:
+    case.baseline(source).write.mode("overwrite").parquet(out)
 
 
 def best_of(repeat: int, job: Callable[[str], None]) -> float:
@@ -84,12 +294,139 @@ def best_of(repeat: int, job: Callable[[str], None]) -> float:
     return min(times)
 
 
+# --- tasks per stage ------------------------------------------------------------------------
+
+def in_job_groups(spark: SparkSession, prefix: str, job: Callable[[str], None],
+                  groups: list[str]) -> Callable[[str], None]:
+    """``job`` with the Spark jobs of each run in a job group of their own (a thread-local
+    property), whose names it appends to ``groups``."""
+    def tagged(out: str) -> None:
+        groups.append(f"{prefix}-{len(groups)}")
+        spark.sparkContext.setJobGroup(groups[-1], groups[-1])
+        try:
+            job(out)
+        finally:
+            spark.sparkContext._jsc.clearJobGroup()
+    return tagged
+
+
+def stage_tasks(spark: SparkSession, group: str) -> str:
+    """The tasks of each stage that ran, per job of ``group`` (with adaptive execution every query
+    stage is a job of its own), e.g. ``job 12: [8] | job 13: [1]; 1 of 2 stages ran > 1 task``."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs, stages = [], []
+    for job in sorted(tracker.getJobIdsForGroup(group)):
+        info = tracker.getJobInfo(job)
+        if info is None:
+            continue
+        tasks = []
+        for stage_id in sorted(info.stageIds):
+            stage = tracker.getStageInfo(stage_id)
+            if stage is not None and stage.numCompletedTasks > 0:  # skipped stages reused a shuffle
+                tasks.append(stage.numTasks)
+        jobs.append(f"job {job}: {tasks}")
+        stages.extend(tasks)
+    parallel = sum(1 for t in stages if t > 1)
+    return f"{' | '.join(jobs)}; {parallel} of {len(stages)} stages ran > 1 task"
+
+
+# --- --check --------------------------------------------------------------------------------
+
+Rows = Counter[tuple[Any, ...]]
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 9) if isinstance(value, float) else value
+
+
+def rows_of(df: DataFrame) -> tuple[list[tuple[str, str]], Rows]:
+    """The columns and types, and the rows (timestamps as microseconds, floats rounded)."""
+    micros = [F.unix_micros(F.col(c)).alias(c) if t == "timestamp" else F.col(c) for c, t in df.dtypes]
+    return df.dtypes, Counter(tuple(_rounded(v) for v in row) for row in df.select(*micros).collect())
+
+
+def reference_rows(case: Case, source: DataFrame) -> Rows:
+    """The specification: ``sq.reference.run`` over the same events, in the same arrival order."""
+    inp, q = case.query()
+    assert isinstance(inp.node, Input)
+    fields = [f.name for f in dataclasses.fields(case.payload)]
+    items = [sq.Insert(row["ts"], row["ts"] + 1, case.payload(**{f: row[f] for f in fields}))
+             for row in source.collect()]  # partition order: the binder's arrival order
+    result = sq.reference.run(q, {inp.node.name: sq.reference.ReferenceInput(items, case.settings())})
+    return Counter((to_micros(e.start), to_micros(e.end), *(_rounded(v) for v in dataclasses.astuple(e.payload)))
+                   for e in result.events)
+
+
+def compare_rows(ours: Rows, theirs: Rows) -> bool:
+    """Whether the two multisets of rows are equal; prints the difference (first / second)."""
+    missing, extra = theirs - ours, ours - theirs
+    if not missing and not extra:
+        print(f"ok    {sum(ours.values())} rows equal")
+        return True
+    print(f"FAIL  {sum(ours.values())} vs {sum(theirs.values())} rows; "
+          f"{sum(extra.values())} only in the first, {sum(missing.values())} only in the second")
+    for label, rows in (("only in the first ", extra), ("only in the second", missing)):
+        for row in sorted(rows, key=repr)[:5]:
+            print(f"        {label}: {row}")
+    return False
+
+
+def compare_typed(ours: tuple[list[tuple[str, str]], Rows], theirs: tuple[list[tuple[str, str]], Rows]) -> bool:
+    """``compare_rows``, and the columns and their types must be equal too."""
+    same_columns = ours[0] == theirs[0]
+    if not same_columns:
+        print(f"FAIL  columns differ: {ours[0]} vs {theirs[0]}")
+    return compare_rows(ours[1], theirs[1]) and same_columns
+
+
+def check(spark: SparkSession, case: Case, events: int, partitions: int) -> bool:
+    assert case.tiny is not None
+    tiny = case.tiny(spark)
+    n = tiny.count()
+    spec = reference_rows(case, tiny)
+
+    def streamql_rows(source: DataFrame) -> tuple[list[tuple[str, str]], Rows]:
+        binder, q = binding(spark, case, source)
+        return rows_of(binder.to_dataframe(q))
+
+    def against_baseline() -> bool:
+        source = case.source(spark, events, partitions)
+        return compare_typed(streamql_rows(source), rows_of(case.baseline(source)))
+
+    steps: list[tuple[str, Callable[[], bool]]] = [
+        (f"baseline vs reference ({n} events)", lambda: compare_rows(rows_of(case.baseline(tiny))[1], spec)),
+        (f"streamql vs reference ({n} events)", lambda: compare_rows(streamql_rows(tiny)[1], spec)),
+        (f"streamql vs baseline ({events} events)", against_baseline),
+    ]
+    ok = True
+    for what, step in steps:
+        print(f"      {case.name}: {what} ...", flush=True)
+        try:
+            ok = step() and ok
+        except Exception as exc:  # report the failure and go on with the other comparisons
+            print(f"FAIL  {case.name}: {what}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            ok = False
+    return ok
+
+
+# --- main -----------------------------------------------------------------------------------
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--events", type=int, default=None, help="events per row (default: each row's own)")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default=None, help="comma-separated row names: " + ", ".join(c.name for c in CASES))
+    parser.add_argument("--check", action="store_true", help="compare outputs instead of timing")
+    parser.add_argument("--check-events", type=int, default=20_000)
     args = parser.parse_args()
+    cases = CASES
+    if args.only is not None:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(names) - {c.name for c in CASES})
+        if unknown:
+            parser.error(f"unknown rows {', '.join(unknown)}; rows are {', '.join(c.name for c in CASES)}")
+        cases = [c for c in CASES if c.name in names]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers use this interpreter
     spark = (SparkSession.builder.master("local[2]").appName("streamql-benchmarks")
              .config("spark.sql.shuffle.partitions", "8")
@@ -98,22 +435,44 @@ def main() -> int:
              .config("spark.driver.memory", "4g")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    rows: list[tuple[str, float, float]] = []
-    cases = [
-        (f"{args.events / 1e6:g} M points: where+select+alter_duration, CTI every 1000, DROP -> parquet", None),
-        ("  same, 1 in 10,000 events 5 s late (DROP removes them: every scan unit simulated)", 10_000),
-    ]
-    for label, late in cases:
-        source = readings(spark, args.events, args.partitions, late)
-        ours = best_of(args.repeat, lambda out: streamql_job(spark, source, out))
-        theirs = best_of(args.repeat, lambda out: baseline_job(spark, source, out))
-        rows.append((label, ours, theirs))
-    width = max(len(r[0]) for r in rows)
-    print(f"\n{'benchmark'.ljust(width)}  streamql s  baseline s  ratio")
-    for label, ours, theirs in rows:
-        print(f"{label.ljust(width)}  {ours:10.2f}  {theirs:10.2f}  {ours / theirs:5.2f}")
-    spark.stop()
-    return 0
+    try:
+        if args.check:
+            results = []
+            for case in cases:
+                if case.tiny is None:
+                    print(f"skip  {case.name}: the baseline does not hold back unreleased events")
+                else:
+                    results.append(check(spark, case, args.check_events, args.partitions))
+            return 0 if all(results) else 1
+        rows: list[tuple[str, float, float]] = []
+        notes: list[str] = []
+        for case in cases:
+            events = args.events if args.events is not None else case.events
+            source = case.source(spark, events, args.partitions)
+            ours: Callable[[str], None] = functools.partial(streamql_job, spark, case, source)
+            theirs: Callable[[str], None] = functools.partial(baseline_job, case, source)
+            ours_groups: list[str] = []
+            theirs_groups: list[str] = []
+            if case.show_tasks:
+                ours = in_job_groups(spark, f"streamql-{case.name}", ours, ours_groups)
+                theirs = in_job_groups(spark, f"baseline-{case.name}", theirs, theirs_groups)
+            ours_s = best_of(args.repeat, ours)
+            theirs_s = best_of(args.repeat, theirs)
+            rows.append((case.label.format(events=f"{events / 1e6:g} M"), ours_s, theirs_s))
+            if case.show_tasks:
+                notes.append(f"{case.name}, tasks per stage that ran (last run), streamql: "
+                             f"{stage_tasks(spark, ours_groups[-1])}")
+                notes.append(f"{case.name}, tasks per stage that ran (last run), baseline: "
+                             f"{stage_tasks(spark, theirs_groups[-1])}")
+        width = max(len(r[0]) for r in rows)
+        print(f"\n{'benchmark'.ljust(width)}  streamql s  baseline s  ratio")
+        for label, ours_s, theirs_s in rows:
+            print(f"{label.ljust(width)}  {ours_s:10.2f}  {theirs_s:10.2f}  {ours_s / theirs_s:5.2f}")
+        for note in notes:
+            print(note)
+        return 0
+    finally:
+        spark.stop()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ aggregates and the projection then give one output event per window.
 """
 from __future__ import annotations
 
+import decimal
+import math
 from typing import Any, Iterable, Mapping
 
 import attrs
@@ -112,14 +114,22 @@ def aggregate(agg: Aggregate, members: list[Ev]) -> Any:
     if not present:
         return None
     if agg.fn == "sum":
-        return sum(present[1:], present[0])
+        with decimal.localcontext(prec=80):  # decimal(38, 18) sums are exact on Spark: exact here too
+            return sum(present[1:], present[0])
     if agg.fn == "avg":
         return float(sum(present)) / len(present)
     if agg.fn == "min":
-        return min(present)
+        return min(present, key=_nan_greatest)
     if agg.fn == "max":
-        return max(present)
+        return max(present, key=_nan_greatest)
     raise ValueError(f"unknown aggregate {agg.fn!r}")
+
+
+def _nan_greatest(value: Any) -> tuple[bool, Any]:
+    """Spark's order of floats: NaN above every other value (Python's min/max would depend on
+    the order of the values)."""
+    nan = isinstance(value, float) and math.isnan(value)
+    return (nan, 0.0 if nan else value)
 
 
 def _groups(key: Expr | None, events: Iterable[Ev]) -> dict[tuple[Any, ...], tuple[Any, list[Ev]]]:

@@ -57,14 +57,14 @@ def member_aggregates(indexed: Sequence[tuple[int, Aggregate]], start: Column, e
             column = F.max(value)
         elif a.fn == "user":
             column = fold_user_aggregate(a, F.collect_list(F.struct(start.alias("s"), end.alias("e"),
-                                                                    _transferable(a, value).alias("v"))))
+                                                                    transferable(a, value).alias("v"))))
         else:
             raise ValueError(f"unknown aggregate {a.fn!r}")
         columns.append(column.alias(result_name(i)))
     return columns
 
 
-def _transferable(a: Aggregate, value: Column) -> Column:
+def transferable(a: Aggregate, value: Column) -> Column:
     """Times travel to Python as microseconds: Arrow's conversion of timestamps inside arrays
     depends on session settings, a long does not."""
     assert a.arg is not None

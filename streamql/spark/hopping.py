@@ -20,7 +20,7 @@ from streamql.spark.ingress import CLOSED, END, HEAD, START
 from streamql.spark.operators import shifted
 from streamql.time import INFINITY_MICROS
 
-WINDOW, LAST, CAP = "_sq_window", "_sq_last", "_sq_cap"
+WINDOW, FIRST, LAST, CAP = "_sq_window", "_sq_first", "_sq_last", "_sq_cap"
 
 
 def floor_div(a: Column, b: int) -> Column:
@@ -43,7 +43,10 @@ def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...]
         open_events = _join_caps(frame.filter(F.col(END) == F.lit(INFINITY_MICROS)), caps, horizon_keys)
         open_events = open_events.withColumn(LAST, floor_div(F.col(CAP), spec.hop)).drop(CAP)
         events = events.filter(F.col(END) != F.lit(INFINITY_MICROS)).unionByName(open_events)
-    windowed = events.select("*", F.explode(F.sequence(first, F.col(LAST))).alias(WINDOW))
+    # with hop > size an event can fall between windows: then first > last, and F.sequence would
+    # count down instead of giving nothing
+    events = events.withColumn(FIRST, first).filter(F.col(FIRST) <= F.col(LAST))
+    windowed = events.select("*", F.explode(F.sequence(F.col(FIRST), F.col(LAST))).alias(WINDOW))
     window_start = F.col(WINDOW) * F.lit(spec.hop)
     window_end = shifted(window_start, spec.size)
     # members see their lifetimes clipped to the window (time-sensitive user aggregates)

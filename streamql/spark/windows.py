@@ -23,6 +23,7 @@ from streamql.spark.expressions import compile_expr, construct_columns
 from streamql.spark.hopping import hopping_windows
 from streamql.spark.ingress import END, START
 from streamql.spark.operators import GROUP, LIFETIME, Flow, by_name, compile_node
+from streamql.spark.snapshot import snapshot_windows
 from streamql.time import INFINITY_MICROS
 
 
@@ -53,8 +54,6 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
     spec = node.window
     cti, finite = source.cti, source.finite_cti
     if isinstance(spec, windows.SnapshotWindow):
-        from streamql.spark.snapshot import snapshot_windows
-
         formed = snapshot_windows(frame, keys, aggregates, cti)
     elif isinstance(spec, windows.HoppingWindow):
         # only events that never end need the horizon, and only inputs that may hold them pay for it

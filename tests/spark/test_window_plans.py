@@ -50,6 +50,8 @@ def summary(w: sq.Window[Sample]) -> Summary:
 QUERIES: dict[str, sq.Stream[Any]] = {
     "tumbling": SOURCE.tumbling_window(timedelta(microseconds=50)).select(summary),
     "hopping": SOURCE.hopping_window(timedelta(microseconds=40), timedelta(microseconds=15)).select(summary),
+    # hop > size leaves gaps between windows: events inside a gap belong to no window
+    "gapped": SOURCE.hopping_window(timedelta(microseconds=5), timedelta(microseconds=17)).select(summary),
     "count": SOURCE.count_window(6).select(summary),
     "group_apply": SOURCE.group_apply(
         lambda e: e.sensor, lambda s: s.count_window(3).select(summary),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Optional
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -152,6 +152,7 @@ def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     at = data.draw(advance_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(window_queries(source, snapshot), label="query")
+    note(f"query tree: {q.node!r}")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     partitions = data.draw(st.integers(1, 3), label="partitions")
     expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
@@ -161,9 +162,9 @@ def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     assert actual == expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
-    check(spark, data, snapshot=False)
+    check(spark, data, snapshot=True)
 

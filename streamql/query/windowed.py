@@ -28,6 +28,8 @@ V = TypeVar("V")
 R = TypeVar("R")
 N = TypeVar("N", int, float, Decimal)
 C = TypeVar("C")
+#: avg of a float is a float; of an optional float, an optional float (nulls are skipped)
+Fl = TypeVar("Fl", float, Optional[float])
 
 _SUMMABLE = (Kind.INT, Kind.FLOAT, Kind.DECIMAL)
 
@@ -71,12 +73,7 @@ class Window(Generic[T]):
             raise ExpressionError(f"w.sum needs numbers (int, float, Decimal), got {arg.type} ({arg.show()})")
         return wrap(Aggregate(arg.type, "sum", arg))
 
-    @overload
-    def avg(self, f: Callable[[T], float]) -> float: ...
-    @overload
-    def avg(self, f: Callable[[T], Optional[float]]) -> Optional[float]: ...
-
-    def avg(self, f: Callable[[T], Any]) -> Any:
+    def avg(self, f: Callable[[T], Fl]) -> Fl:
         """The mean of ``f`` over the window's events, skipping nulls (null if all are null)."""
         arg = self._argument("avg", f)
         if arg.type.kind is Kind.DECIMAL:
@@ -85,7 +82,7 @@ class Window(Generic[T]):
                 "engines; average a float, or divide w.sum(...) by w.count() in float")
         if arg.type.kind not in (Kind.INT, Kind.FLOAT):
             raise ExpressionError(f"w.avg needs numbers (int, float), got {arg.type} ({arg.show()})")
-        return wrap(Aggregate(ValueType(Kind.FLOAT, arg.type.nullable), "avg", arg))
+        return cast(Fl, wrap(Aggregate(ValueType(Kind.FLOAT, arg.type.nullable), "avg", arg)))
 
     def _extreme(self, fn: str, f: Callable[[T], Any]) -> Any:
         arg = self._argument(fn, f)

@@ -887,7 +887,7 @@ def test_sum_of_a_string_is_an_error() -> None:
 
 def test_avg_of_a_decimal_is_refused() -> None:
     with pytest.raises(sq.ExpressionError, match=r"w\.avg of Decimal \(e\.price\) is not offered: the quotient's scale"):
-        PRICED.tumbling_window(MINUTE).select(lambda w: Out(w.avg(lambda e: e.price)))  # type: ignore[arg-type, return-value]
+        PRICED.tumbling_window(MINUTE).select(lambda w: Out(w.avg(lambda e: e.price)))  # type: ignore[type-var, arg-type]
     # the sum of Decimals is fine, and stays a Decimal
     fees = PRICED.tumbling_window(MINUTE).select(lambda w: Fees(w.sum(lambda e: e.price)))
     result = run(fees, "priced", [point(m(0, 1), Priced("a", 1, Decimal("0.10"))),

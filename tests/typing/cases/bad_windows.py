@@ -56,7 +56,7 @@ a = hourly.select(lambda w: Count(w.sum(lambda e: e.qtty)))  # E: "Trade" has no
 
 # aggregate arguments of the wrong type: sum takes int, float or Decimal; avg int or float
 b = hourly.select(lambda w: Label(w.sum(lambda e: e.symbol)))  # E: Value of type variable "N" of "sum" of "Window" cannot be "str"
-c = hourly.select(lambda w: Count(w.avg(lambda e: e.symbol)))  # E: Argument 1 to "avg" of "Window" has incompatible type "Callable[[Trade], str]"; expected "Callable[[Trade], float]"  # E: Incompatible return value type (got "str", expected "float")  # E: Argument 1 to "Count" has incompatible type "float"; expected "int"
+c = hourly.select(lambda w: Count(w.avg(lambda e: e.symbol)))  # E: Value of type variable "Fl" of "avg" of "Window" cannot be "str"  # E: Argument 1 to "Count" has incompatible type "str"; expected "int"
 d = hourly.select(lambda w: Count(w.sum(lambda e: e.venue)))  # E: Value of type variable "N" of "sum" of "Window" cannot be "str | None"  # E: Argument 1 to "Count" has incompatible type "str | None"; expected "int"
 e = per_symbol.select(lambda w: SymbolCount(w.key, w.count(lambda e: e.qty)))  # E: Too many arguments for "count" of "Window"
 

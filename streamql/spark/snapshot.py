@@ -113,15 +113,17 @@ def snapshot_windows(frame: DataFrame, keys: tuple[str, ...], aggregates: Sequen
     if not keys:
         parallelism = frame.sparkSession.sparkContext.defaultParallelism
         return snapshot_over_ranges(frame, aggregates, cti, range_borders(frame, RANGES_PER_CORE * parallelism))
-    # one struct column partitions the sweep: null key fields compare equal in it, so nulls are a
-    # group of their own in windows and aggregations alike
+    # one column partitions the sweep — the key itself, or a struct of several: null key fields
+    # compare equal in both, so nulls are a group of their own in windows and aggregations alike
+    # (a single key stays as it is: sorting and hashing a struct costs more)
+    single = len(keys) == 1
     pieces = frame.select(
-        F.struct(*keys).alias(PART), *_event_columns(aggregates),
+        (F.col(keys[0]) if single else F.struct(*keys)).alias(PART), *_event_columns(aggregates),
         F.col(START).alias(_PIECE_START), F.col(END).alias(_PIECE_END),
         F.lit(True).alias(_OWN_START), F.lit(True).alias(_OWN_END))
     formed = _sweep(pieces, frame, aggregates, cti, borders=None)
-    return formed.select(START, END, CLOSED, HEAD, *[F.col(PART)[k].alias(k) for k in keys],
-                         *[result_name(i) for i in range(len(aggregates))])
+    key_columns = [F.col(PART).alias(keys[0])] if single else [F.col(PART)[k].alias(k) for k in keys]
+    return formed.select(START, END, CLOSED, HEAD, *key_columns, *[result_name(i) for i in range(len(aggregates))])
 
 
 def range_borders(frame: DataFrame, ranges: int) -> list[int]:
@@ -197,18 +199,29 @@ def _sweep(pieces: DataFrame, frame: DataFrame, aggregates: Sequence[Aggregate],
     users = [i for i, a in enumerate(aggregates) if a.fn == "user"]
     values = [value_name(i) for i in extremes + users]
     ranged = borders is not None
-    rows = _swept(_endpoint_rows(pieces, aggregates, tallies, ranged), tallies, values, ranged)
-    if extremes or users:
-        rows = _with_covers(rows, with_levels=bool(extremes))
-    items = _itemized(rows, _owned(borders), tallies, aggregates, values, ranged)
-    if extremes:
-        items = _with_extremes(items, aggregates, extremes)
-    intervals = _gathered(items, tallies, aggregates, extremes, users, ranged)
-    if ranged:
-        intervals = _stitched(intervals)
-    else:
-        intervals = intervals.filter(_IS_INTERVAL).select(
+    indexed = bool(extremes or users)
+    stability = ranged or (cti is not None and cti != INFINITY_MICROS)
+    if not ranged:
+        # shuffle the pieces, not their twice as many endpoint rows: the rows made after the
+        # exchange stay in the partition of their piece, which the sweep's windows need
+        pieces = pieces.repartition(PART)
+    rows = _swept(_endpoint_rows(pieces, aggregates, tallies, ranged), tallies, values, ranged, indexed, stability)
+    if not indexed and not ranged:
+        # running sums alone: the last row of each interval's start time holds all of it
+        intervals = rows.filter(_owned(borders)).select(
             "*", F.col(_NEXT_TIME).alias(_UNTIL), F.col(_NEXT_STABLE).alias(_UNTIL_STABLE))
+    else:
+        if indexed:
+            rows = _with_covers(rows, with_levels=bool(extremes))
+        items = _itemized(rows, _owned(borders), tallies, aggregates, values, ranged)
+        if extremes:
+            items = _with_extremes(items, aggregates, extremes)
+        intervals = _gathered(items, tallies, aggregates, extremes, users, ranged)
+        if ranged:
+            intervals = _stitched(intervals)
+        else:
+            intervals = intervals.filter(_IS_INTERVAL).select(
+                "*", F.col(_NEXT_TIME).alias(_UNTIL), F.col(_NEXT_STABLE).alias(_UNTIL_STABLE))
     return intervals.select(
         PART, F.col(_TIME).alias(START), F.col(_UNTIL).alias(END), _closed(cti).alias(CLOSED),
         _head(cti).alias(HEAD), *[_result(i, a, types).alias(result_name(i)) for i, a in enumerate(aggregates)])
@@ -263,7 +276,8 @@ def _tallies(aggregates: Sequence[Aggregate], types: dict[str, T.DataType]) -> d
         if a.fn not in ("sum", "avg"):
             continue
         value, dtype = F.col(value_name(i)), types[value_name(i)]
-        tallies[_present(i)] = (F.when(value.isNotNull(), 1).otherwise(0), long)
+        if a.arg is not None and a.arg.type.nullable:  # else every alive event has a value
+            tallies[_present(i)] = (F.when(value.isNotNull(), 1).otherwise(0), long)
         if isinstance(dtype, T.DoubleType):
             infinite = F.abs(value) == F.lit(float("inf"))
             finite = F.when(value.isNull() | F.isnan(value) | infinite, F.lit(0.0)).otherwise(value)
@@ -332,7 +346,7 @@ def _endpoint_rows(pieces: DataFrame, aggregates: Sequence[Aggregate],
 
 
 def _swept(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], values: list[str],
-           ranged: bool) -> DataFrame:
+           ranged: bool, indexed: bool, stability: bool) -> DataFrame:
     """The endpoint rows with, per row, its time's index, the running tallies through its time,
     whether its time is real and stable, whether it is the last row of its time and, on those
     rows, the next endpoint; over ranges also the range's earliest real endpoint. Window
@@ -343,12 +357,17 @@ def _swept(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], value
     # deltas of every endpoint up to this one: the tallies of the interval starting here
     rows = rows.select(
         PART, _ROLE, _TIME, _PIECE_START, _PIECE_END, *values,
-        (F.dense_rank().over(in_time) - F.lit(1)).alias(_INDEX),
-        F.bool_or(_REAL).over(same_time).alias(_REAL_AT), F.bool_or(_STABLE).over(same_time).alias(_STABLE_AT),
-        *[F.sum(name).over(in_time).alias(name) for name in tallies])
-    # the next row after the last row of a time is the first row of the next time
-    following = [F.lead(_TIME).over(in_time).alias(_NEXT_TIME), F.lead(_REAL_AT).over(in_time).alias(_NEXT_REAL),
-                 F.lead(_STABLE_AT).over(in_time).alias(_NEXT_STABLE)]
+        *([(F.dense_rank().over(in_time) - F.lit(1)).alias(_INDEX)] if indexed or ranged else []),
+        # without ranges every endpoint is real; with a CTI of INFINITY (or none) no boundary's
+        # stability decides anything: then the flags are constants, not windows
+        (F.bool_or(_REAL).over(same_time) if ranged else F.lit(True)).alias(_REAL_AT),
+        (F.bool_or(_STABLE).over(same_time) if stability else F.lit(True)).alias(_STABLE_AT),
+        *[F.sum(name).over(in_time).alias(name) for name in tallies],
+        # the next row after the last row of a time is the first row of the next time
+        F.lead(_TIME).over(in_time).alias(_NEXT_TIME))
+    # the flags' leads read the first window operator's results: a second one, when they are needed
+    following = [(F.lead(_REAL_AT).over(in_time) if ranged else F.lit(True)).alias(_NEXT_REAL),
+                 (F.lead(_STABLE_AT).over(in_time) if stability else F.lit(True)).alias(_NEXT_STABLE)]
     rows = rows.select("*", *following).withColumn(
         _LAST_AT, F.col(_NEXT_TIME).isNull() | (F.col(_NEXT_TIME) != F.col(_TIME)))
     if not ranged:
@@ -512,7 +531,7 @@ def _result(i: int, a: Aggregate, types: dict[str, T.DataType]) -> Column:
         members = F.transform(F.col(_MEMBERS), lambda m: F.struct(
             F.col(_TIME).alias("s"), F.col(_UNTIL).alias("e"), m[f"v{i}"].alias("v")))
         return fold_user_aggregate(a, members)
-    present = F.col(_present(i))
+    present = F.col(_present(i) if a.arg is not None and a.arg.type.nullable else _ALIVE)
     dtype = types[value_name(i)]
     total = F.col(_total(i))
     if isinstance(dtype, T.DoubleType):

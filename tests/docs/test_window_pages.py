@@ -12,7 +12,8 @@ import types
 import pytest
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
-PAGES = ["windows.md", "grouping.md", "user-aggregates.md"]
+PAGES = ["windows.md", "snapshot-windows.md", "hopping-windows.md", "tumbling-windows.md", "count-windows.md",
+         "grouping.md", "user-aggregates.md"]
 BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
 
 

@@ -9,7 +9,8 @@ from streamql.events import Shape
 from streamql.expr.nodes import Expr, Literal
 from streamql.expr.trace import trace, trace_typed
 from streamql.payload import Kind, ValueType, schema_of
-from streamql.query import nodes
+from streamql.query import esper, joins, nodes
+from streamql.time import duration_micros
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -192,6 +193,104 @@ class Stream(Generic[T]):
             raise ExpressionError(f"group_apply's result must build a payload instance, got "
                                   f"{projection.type} ({projection.show()})")
         return Stream(GroupApply(self._node, key_expr, applied.node, projection))
+
+
+    # --- multi-stream -------------------------------------------------------------------
+    def join(self, other: Stream[U], on: Callable[[T, U], bool] | None,
+             select: Callable[[T, U], Payload]) -> Stream[Payload]:
+        """Temporal join: one event per pair of overlapping events for which ``on`` holds
+        (``on=None``: every overlapping pair), alive over the intersection of their lifetimes.
+
+        >>> readings.join(meters, lambda r, m: r.meter == m.meter,
+        ...               lambda r, m: Located(r.meter, m.site, r.consumption))  # doctest: +SKIP
+        """
+        _check_stream("join", other)
+        schemas = [self._node.schema, other.node.schema]
+        predicate = None if on is None else trace_typed(on, schemas, "join on", Kind.BOOL)
+        projection = trace(select, schemas, "join select")
+        if projection.type.kind is not Kind.STRUCT:
+            raise ExpressionError(f"join select must build a payload instance (a dataclass or attrs class), got "
+                                  f"{projection.type} ({projection.show()})")
+        return Stream(joins.Join(self._node, other.node, predicate, projection))
+
+    def anti_join(self, other: Stream[U], on: Callable[[T, U], bool] | None) -> Stream[T]:
+        """Each event restricted to the parts of its lifetime in which no ``other`` event for which
+        ``on`` holds is alive (``on=None``: any ``other`` event); one event may become several.
+
+        >>> readings.anti_join(outages, lambda r, o: r.meter == o.meter)  # doctest: +SKIP
+        """
+        _check_stream("anti_join", other)
+        predicate = None if on is None else trace_typed(
+            on, [self._node.schema, other.node.schema], "anti_join on", Kind.BOOL)
+        return Stream(joins.AntiJoin(self._node, other.node, predicate))
+
+    def clip(self, other: Stream[U], on: Callable[[T, U], bool]) -> Stream[T]:
+        """Cuts each event's end at the start of the first ``other`` event for which ``on`` holds
+        that starts strictly after the event's start (StreamInsight's ClipEventDuration).
+
+        >>> sessions.clip(logouts, lambda s, l: s.user == l.user)  # doctest: +SKIP
+        """
+        _check_stream("clip", other)
+        if on is None or not callable(on):
+            raise ExpressionError(f"clip needs a predicate of both events (e.g. lambda l, r: l.key == r.key), "
+                                  f"got {on!r}")
+        predicate = trace_typed(on, [self._node.schema, other.node.schema], "clip on", Kind.BOOL)
+        return Stream(joins.Clip(self._node, other.node, predicate))
+
+    def union(self, *others: Stream[T]) -> Stream[T]:
+        """The events of this stream and ``others`` (duplicates kept); the CTI is the least of theirs.
+
+        >>> north.union(south, east)  # doctest: +SKIP
+        """
+        for i, other in enumerate(others):
+            _check_stream("union", other)
+            if other.node.schema != self._node.schema:
+                raise ExpressionError(
+                    f"union needs streams of one payload type: argument {i + 1} has {other.node.schema.name}, "
+                    f"this stream {self._node.schema.name} (select one into the other's type first)")
+        if not others:
+            return self
+        return Stream(joins.Union((self._node, *(o.node for o in others))))
+
+    # --- Esper-style lifetimes ----------------------------------------------------------
+    def keep_last(self, n: int) -> Stream[T]:
+        """Esper's length window ``#length(n)``: each event lives from its start until the start of
+        the ``n``-th event after it (in start-time order).
+
+        >>> withdrawals.keep_last(5)  # doctest: +SKIP
+        """
+        return Stream(esper.KeepLast(self._node, _check_count("keep_last", n)))
+
+    def time_batch(self, size: timedelta) -> Stream[T]:
+        """Esper's ``#time_batch(size)``: events starting in ``[b, b + size)`` (epoch-aligned) live
+        ``[b + size, b + 2*size)``: the whole batch appears when it ends, until the next one does.
+
+        >>> withdrawals.time_batch(timedelta(seconds=4))  # doctest: +SKIP
+        """
+        _check_timedelta("time_batch", "size", size)
+        if size <= timedelta(0):
+            raise ExpressionError(f"time_batch needs a positive size, got {size}")
+        return Stream(esper.TimeBatch(self._node, duration_micros(size)))
+
+    def length_batch(self, n: int) -> Stream[T]:
+        """Esper's ``#length_batch(n)``: consecutive batches of ``n`` events (in start-time order);
+        each event of a full batch lives from the last start of its batch to the last start of
+        the next full batch.
+
+        >>> withdrawals.length_batch(5)  # doctest: +SKIP
+        """
+        return Stream(esper.LengthBatch(self._node, _check_count("length_batch", n)))
+
+
+def _check_stream(op: str, other: object) -> None:
+    if not isinstance(other, Stream):
+        raise ExpressionError(f"{op} takes a query (sq.Stream), got {other!r}")
+
+
+def _check_count(op: str, n: object) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise ExpressionError(f"{op} needs a positive int, got {n!r}")
+    return n
 
 
 def _check_timedelta(op: str, name: str, value: Any) -> None:

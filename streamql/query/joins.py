@@ -1,0 +1,101 @@
+"""Multi-stream nodes: temporal join, anti-semi join, clip and union (DESIGN §4–§5, API.md).
+
+Every multi-stream operator's output CTI is the minimum of its inputs' CTIs (none while any input
+has none). Predicates and projections are expressions of two payloads: ``Param`` 0 is the left
+event's, ``Param`` 1 the right event's.
+"""
+from __future__ import annotations
+
+import attrs
+
+from streamql.expr.nodes import Expr
+from streamql.payload import PayloadSchema
+from streamql.query.nodes import Node
+
+
+def least_cti(ctis: tuple[int | None, ...]) -> int | None:
+    """The minimum of the inputs' CTIs, or ``None`` while any input has no CTI."""
+    if any(c is None for c in ctis):
+        return None
+    return min(c for c in ctis if c is not None)
+
+
+@attrs.frozen(cache_hash=True)
+class Binary(Node):
+    """An operator over a left and a right stream; its CTI is the lesser of theirs."""
+
+    left: Node
+    right: Node
+
+    @property
+    def sources(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    @property
+    def schema(self) -> PayloadSchema:
+        return self.left.schema
+
+    def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
+        return least_cti(input_ctis)
+
+
+@attrs.frozen(cache_hash=True)
+class Join(Binary):
+    """Pairs of a left and a right event whose lifetimes overlap and for which ``on`` holds
+    (``None``: every overlapping pair); the output lifetime is the intersection and the payload
+    ``projection`` of the two payloads."""
+
+    on: Expr | None
+    projection: Expr
+
+    @property
+    def schema(self) -> PayloadSchema:
+        schema = self.projection.type.schema
+        assert schema is not None
+        return schema
+
+    @property
+    def may_be_open(self) -> bool:
+        return self.left.may_be_open and self.right.may_be_open
+
+
+@attrs.frozen(cache_hash=True)
+class AntiJoin(Binary):
+    """Each left event restricted to the parts of its lifetime where no right event for which ``on``
+    holds (``None``: any right event) is alive: one left event may become several, or none."""
+
+    on: Expr | None
+
+    @property
+    def may_be_open(self) -> bool:
+        return self.left.may_be_open
+
+
+@attrs.frozen(cache_hash=True)
+class Clip(Binary):
+    """StreamInsight's ClipEventDuration: each left event's end is cut at the start of the first
+    right event, for which ``on`` holds, that starts strictly after the left event's start."""
+
+    on: Expr
+
+    @property
+    def may_be_open(self) -> bool:
+        return self.left.may_be_open
+
+
+@attrs.frozen(cache_hash=True)
+class Union(Node):
+    """The events of all ``inputs`` (duplicates kept); they share one payload type."""
+
+    inputs: tuple[Node, ...]
+
+    @property
+    def sources(self) -> tuple[Node, ...]:
+        return self.inputs
+
+    @property
+    def schema(self) -> PayloadSchema:
+        return self.inputs[0].schema
+
+    def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
+        return least_cti(input_ctis)

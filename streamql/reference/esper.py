@@ -70,7 +70,7 @@ def _length_batch(node: esper.LengthBatch, env: Mapping[str, Flow]) -> Flow:
     cti, ordered, n = source.cti, in_order(source.events, node.source.schema), node.n
     full = len(ordered) // n
     lasts = [ordered[k * n + n - 1].start for k in range(full)]
-    events = []
+    events: list[Ev] = []
     for k in range(full):
         batch = ordered[k * n:(k + 1) * n]
         start = lasts[k]

@@ -14,6 +14,8 @@ from streamql.payload import sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
 from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, run_ingress
+from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-style operators
+from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators import Flow, compile_node
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release

@@ -17,6 +17,12 @@ Rows (names for ``--only``, default all):
                    prints the tasks of every stage of both jobs (stages with > 1 task use both cores)
   hopping-count    5 M points over 1,000 keys: grouped hopping_window(10 min, 1 min) count;
                    baseline: Spark's window(ts, "10 minutes", "1 minute") grouping
+  join             1 M x 1 M intervals on 10,000 keys: temporal equi-join; baseline: a join on the
+                   key with an overlap filter
+  join-any         200 k x 200 k intervals, on=None (every overlapping pair); baseline: time buckets
+                   of 1 ms, each interval exploded over its buckets, a join on the bucket, the pair
+                   kept in the bucket of its intersection's start. Also prints streamql's time at
+                   twice the events (near-linear scaling: about twice the time)
 
 ``--check`` times nothing: for every row whose baseline has the same output rows (the new rows:
 their CTIs flush, so every event is released and nothing is late) it compares, ignoring order
@@ -83,6 +89,25 @@ class KeyCount:
     count: int
 
 
+@dataclass(frozen=True)
+class Left:
+    key: str
+    a: float
+
+
+@dataclass(frozen=True)
+class Right:
+    key: str
+    b: float
+
+
+@dataclass(frozen=True)
+class Pair:
+    key: str
+    a: float
+    b: float
+
+
 SLIDE = timedelta(minutes=3)
 SLIDE_MICROS = 180_000_000
 
@@ -117,6 +142,39 @@ def spread_points(spark: SparkSession, n: int, partitions: int, *, key: str, key
         F.concat(F.lit(key[0]), (F.col("id") % keys).cast("string")).alias(key),
         ((F.col("id") % 400) * 0.25).alias("consumption"),
     )
+
+
+def sides(spark: SparkSession, n: int, partitions: int, *, keys: int, spacing: int, duration: int,
+          offset: int) -> DataFrame:
+    """``n`` left and ``n`` right intervals in one DataFrame (``side`` 0 or 1), in start order per side:
+    left ``i`` is ``[i*spacing, i*spacing + duration)``, right ``i`` the same moved by ``offset``;
+    ``keys`` string keys round robin. ``a``/``b`` are multiples of 0.5."""
+    ids = spark.range(0, 2 * n, 1, partitions)
+    i, side = F.floor(F.col("id") / 2), F.col("id") % 2
+    start = i * spacing + side * offset
+    return ids.select(
+        side.cast("int").alias("side"), start.alias("ts"), (start + duration).alias("te"),
+        F.concat(F.lit("k"), (i % keys).cast("string")).alias("key"), ((i % 300) * 0.5).alias("v"))
+
+
+def keyed_sides(spark: SparkSession, n: int, partitions: int) -> DataFrame:
+    """Per key a left interval every 10 s lasting 5 s and a right one starting 3 s later: about two
+    matches per event (10,000 keys, one event per millisecond per side)."""
+    return sides(spark, n, partitions, keys=10_000, spacing=1_000, duration=5_000_000, offset=3_000_000)
+
+
+def any_sides(spark: SparkSession, n: int, partitions: int) -> DataFrame:
+    """A left interval every millisecond lasting 1.5 ms, a right one starting 0.5 ms later lasting as
+    long: every event overlaps two or three of the other side's."""
+    return sides(spark, n, partitions, keys=1, spacing=1_000, duration=1_500, offset=500)
+
+
+def tiny_keyed_sides(spark: SparkSession) -> DataFrame:
+    return sides(spark, 300, 2, keys=7, spacing=1_000_000, duration=5_000_000, offset=3_000_000)
+
+
+def tiny_any_sides(spark: SparkSession) -> DataFrame:
+    return sides(spark, 300, 2, keys=1, spacing=1_000, duration=1_500, offset=500)
 
 
 def meters(spark: SparkSession, n: int, partitions: int) -> DataFrame:
@@ -189,6 +247,27 @@ def hopping_count_query() -> Query:
     return inp, q
 
 
+def join_query(on_key: bool) -> Callable[[], Query]:
+    def query() -> Query:
+        left = sq.input("left", Left, shape=sq.Shape.INTERVAL)
+        right = sq.input("right", Right, shape=sq.Shape.INTERVAL)
+        q = left.join(right, (lambda l, r: l.key == r.key) if on_key else None, lambda l, r: Pair(l.key, l.a, r.b))
+        return left, q
+    return query
+
+
+def bind_sides(spark: SparkSession, case: Case, source: DataFrame) -> tuple[sq.Binder, sq.Stream[Any]]:
+    """Both inputs of a join row, from the ``side`` column of one DataFrame."""
+    _, q = case.query()
+    inputs: list[tuple[sq.Stream[Any], int, str]] = [(sq.input("left", Left, shape=sq.Shape.INTERVAL), 0, "a"),
+                                                     (sq.input("right", Right, shape=sq.Shape.INTERVAL), 1, "b")]
+    binder = sq.Binder(spark)
+    for stream, side, value in inputs:
+        df = source.filter(F.col("side") == side).select("ts", "te", "key", F.col("v").alias(value))
+        binder = binder.bind(stream, df, start="ts", end="te", advance_time=case.settings())
+    return binder, q
+
+
 # --- hand-written baselines -----------------------------------------------------------------
 
 def alter_baseline(source: DataFrame) -> DataFrame:
@@ -229,6 +308,42 @@ def hopping_baseline(source: DataFrame) -> DataFrame:
     return counted.select(F.col("w.start").alias("start"), F.col("w.end").alias("end"), "key", "count")
 
 
+def _join_sides(source: DataFrame) -> tuple[DataFrame, DataFrame]:
+    left = source.filter(F.col("side") == 0).select(F.col("ts").alias("ls"), F.col("te").alias("le"), "key",
+                                                    F.col("v").alias("a"))
+    right = source.filter(F.col("side") == 1).select(F.col("ts").alias("rs"), F.col("te").alias("re"),
+                                                     F.col("key").alias("rkey"), F.col("v").alias("b"))
+    return left, right
+
+
+def _pairs(joined: DataFrame) -> DataFrame:
+    return joined.select(F.timestamp_micros(F.greatest("ls", "rs")).alias("start"),
+                         F.timestamp_micros(F.least("le", "re")).alias("end"), "key", "a", "b")
+
+
+def join_baseline(source: DataFrame) -> DataFrame:
+    left, right = _join_sides(source)
+    overlap = (F.col("key") == F.col("rkey")) & (F.col("ls") < F.col("re")) & (F.col("rs") < F.col("le"))
+    return _pairs(left.join(right, overlap))
+
+
+BUCKET = 1_000
+
+
+def join_any_baseline(source: DataFrame) -> DataFrame:
+    """The expert's overlap join without keys: 1 ms buckets, each interval in every bucket it
+    overlaps, a pair kept only in the bucket holding the start of its intersection."""
+    left, right = _join_sides(source)
+
+    def bucketed(df: DataFrame, s: str, e: str) -> DataFrame:
+        return df.select("*", F.explode(F.sequence(F.floor(F.col(s) / BUCKET), F.floor((F.col(e) - 1) / BUCKET)))
+                         .alias(f"{s}_bucket"))
+    joined = bucketed(left, "ls", "le").join(bucketed(right, "rs", "re"), F.col("ls_bucket") == F.col("rs_bucket"))
+    kept = joined.filter((F.col("ls") < F.col("re")) & (F.col("rs") < F.col("le"))
+                         & (F.col("ls_bucket") == F.floor(F.greatest("ls", "rs") / BUCKET)))
+    return _pairs(kept)
+
+
 # --- rows -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -245,6 +360,9 @@ class Case:
     payload: type[Any]
     tiny: Callable[[SparkSession], DataFrame] | None = None  # set when the outputs are comparable
     show_tasks: bool = False
+    #: binds the inputs when the row has several (default: ``query``'s input to the whole source)
+    bind: Callable[[SparkSession, Case, DataFrame], tuple[sq.Binder, sq.Stream[Any]]] | None = None
+    scaling: bool = False  # also time streamql at twice the events
 
 
 CASES = [
@@ -262,10 +380,17 @@ CASES = [
     Case("hopping-count", "{events} points, 1000 keys: grouped hopping_window(10 min, 1 min) count "
          "(baseline: F.window)", 5_000_000, hits, hopping_count_query, flushing, hopping_baseline, Hit,
          tiny_hits),
+    Case("join", "{events} x {events} intervals, 10,000 keys: temporal equi-join (baseline: key join + "
+         "overlap filter)", 1_000_000, keyed_sides, join_query(True), flushing, join_baseline, Pair,
+         tiny_keyed_sides, bind=bind_sides),
+    Case("join-any", "{events} x {events} intervals: join on=None (baseline: 1 ms buckets)", 200_000, any_sides,
+         join_query(False), flushing, join_any_baseline, Pair, tiny_any_sides, bind=bind_sides, scaling=True),
 ]
 
 
 def binding(spark: SparkSession, case: Case, source: DataFrame) -> tuple[sq.Binder, sq.Stream[Any]]:
+    if case.bind is not None:
+        return case.bind(spark, case, source)
     inp, q = case.query()
     return sq.Binder(spark).bind(inp, source, start="ts", advance_time=case.settings()), q
 
@@ -349,10 +474,18 @@ def reference_rows(case: Case, source: DataFrame) -> Rows:
     """The specification: ``sq.reference.run`` over the same events, in the same arrival order."""
     inp, q = case.query()
     assert isinstance(inp.node, Input)
-    fields = [f.name for f in dataclasses.fields(case.payload)]
-    items = [sq.Insert(row["ts"], row["ts"] + 1, case.payload(**{f: row[f] for f in fields}))
-             for row in source.collect()]  # partition order: the binder's arrival order
-    result = sq.reference.run(q, {inp.node.name: sq.reference.ReferenceInput(items, case.settings())})
+    rows = source.collect()  # partition order: the binder's arrival order
+    inputs: dict[str, sq.reference.ReferenceInput[Any]]
+    if case.bind is not None:  # the join rows: two sides of one source
+        sides: dict[str, list[sq.Insert[Any]]] = {
+            "left": [sq.Insert(r["ts"], r["te"], Left(r["key"], r["v"])) for r in rows if r["side"] == 0],
+            "right": [sq.Insert(r["ts"], r["te"], Right(r["key"], r["v"])) for r in rows if r["side"] == 1]}
+        inputs = {name: sq.reference.ReferenceInput(items, case.settings()) for name, items in sides.items()}
+    else:
+        fields = [f.name for f in dataclasses.fields(case.payload)]
+        items = [sq.Insert(row["ts"], row["ts"] + 1, case.payload(**{f: row[f] for f in fields})) for row in rows]
+        inputs = {inp.node.name: sq.reference.ReferenceInput(items, case.settings())}
+    result = sq.reference.run(q, inputs)
     return Counter((to_micros(e.start), to_micros(e.end), *(_rounded(v) for v in dataclasses.astuple(e.payload)))
                    for e in result.events)
 
@@ -459,6 +592,11 @@ def main() -> int:
             ours_s = best_of(args.repeat, ours)
             theirs_s = best_of(args.repeat, theirs)
             rows.append((case.label.format(events=f"{events / 1e6:g} M"), ours_s, theirs_s))
+            if case.scaling:
+                doubled = case.source(spark, 2 * events, args.partitions)
+                twice = best_of(args.repeat, functools.partial(streamql_job, spark, case, doubled))
+                notes.append(f"{case.name}, streamql at {2 * events / 1e6:g} M x {2 * events / 1e6:g} M: "
+                             f"{twice:.2f} s = {twice / ours_s:.2f} x the time at {events / 1e6:g} M")
             if case.show_tasks:
                 notes.append(f"{case.name}, tasks per stage that ran (last run), streamql: "
                              f"{stage_tasks(spark, ours_groups[-1])}")

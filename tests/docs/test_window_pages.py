@@ -1,4 +1,4 @@
-"""The window pages' examples are executed: every ``python`` block of a page runs in one namespace,
+"""The window and operator pages' examples are executed: every ``python`` block of a page runs in one namespace,
 in order, and a ``text`` block right after one is exactly what that block prints."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 PAGES = ["windows.md", "snapshot-windows.md", "hopping-windows.md", "tumbling-windows.md", "count-windows.md",
-         "grouping.md", "user-aggregates.md"]
+         "grouping.md", "user-aggregates.md", "joins.md", "union.md", "esper-windows.md"]
 BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
 
 

@@ -61,6 +61,20 @@ class Stream(Generic[T]):
     def __repr__(self) -> str:
         return f"Stream[{self._node.schema.name}]({type(self._node).__name__})"
 
+    def explain(self) -> str:
+        """The query tree as text: each operator with its arguments, its payload type and the CTI
+        rule that applies to it, the output operator first.
+
+        >>> print(readings.where(lambda e: e.consumption > 0).explain())  # doctest: +SKIP
+        where((e.consumption > 0)) -> Reading
+        │   CTI: the input CTI
+        └── input 'readings' (POINT) -> Reading
+                CTI: its CTI rows, generation or import
+        """
+        from streamql.query.explain import explain
+
+        return explain(self._node)
+
     # --- stateless --------------------------------------------------------------------
     def where(self, pred: Callable[[T], bool]) -> Stream[T]:
         """Keeps the events whose payload satisfies ``pred``.

@@ -1,0 +1,169 @@
+"""``Stream.explain()``: a query tree as text — each operator with its arguments, the payload type it
+outputs and the CTI propagation rule that applies to it (DESIGN §5).
+
+>>> print(usage.explain())  # doctest: +SKIP
+alter_duration(0:03:00) -> Usage
+│   CTI: the input CTI
+└── select(Usage(meter=e.meter, kilowatts=(e.consumption / 1000))) -> Usage
+    │   CTI: the input CTI
+    └── where((e.consumption > 0)) -> Reading
+        │   CTI: the input CTI
+        └── input 'readings' (POINT) -> Reading
+                CTI: its CTI rows, generation or import
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from functools import singledispatch
+
+from streamql.expr.nodes import Literal
+from streamql.query import esper, joins, nodes, windows
+from streamql.time import INFINITY_MICROS
+
+_INPUT_CTI = "the input CTI"
+_LEAST_CTI = "the least of the inputs' CTIs"
+
+
+def explain(node: nodes.Node) -> str:
+    """The tree of ``node`` as text, the output operator first and its sources below it."""
+    lines: list[str] = []
+    _render(node, lines, "", "", "")
+    return "\n".join(lines)
+
+
+def _render(node: nodes.Node, lines: list[str], label: str, first: str, rest: str) -> None:
+    title, cti = describe(node), cti_rule(node)
+    lines.append(f"{first}{label}{title} -> {node.schema.name}")
+    children: list[tuple[str, nodes.Node]] = [("", s) for s in node.sources]
+    if isinstance(node, windows.GroupApply):
+        children.append(("apply: ", node.apply))
+    lines.append(f"{rest}{'│' if children else ' '}   CTI: {cti}")
+    for i, (child_label, child) in enumerate(children):
+        last = i == len(children) - 1
+        _render(child, lines, child_label, rest + ("└── " if last else "├── "), rest + ("    " if last else "│   "))
+
+
+def _micros(us: int) -> str:
+    return "INFINITY" if us == INFINITY_MICROS else str(timedelta(microseconds=us))
+
+
+@singledispatch
+def describe(node: nodes.Node) -> str:
+    """One operator as its fluent call, with its arguments shown as expressions."""
+    return type(node).__name__
+
+
+@describe.register
+def _input(node: nodes.Input) -> str:
+    return f"input {node.name!r} ({node.shape.name})"
+
+
+@describe.register
+def _where(node: nodes.Where) -> str:
+    return f"where({node.predicate.show()})"
+
+
+@describe.register
+def _select(node: nodes.Select) -> str:
+    return f"select({node.projection.show()})"
+
+
+@describe.register
+def _alter_duration(node: nodes.AlterDuration) -> str:
+    duration = node.duration
+    shown = str(duration.value) if isinstance(duration, Literal) else duration.show()
+    return f"alter_duration({shown})"
+
+
+@describe.register
+def _alter_lifetime(node: nodes.AlterLifetime) -> str:
+    if node.duration is None:
+        return f"shift({node.start_shift})"
+    return f"alter_lifetime(start_shift={node.start_shift}, duration={node.duration})"
+
+
+@describe.register
+def _to_point(node: nodes.ToPoint) -> str:
+    return "to_point()"
+
+
+@describe.register
+def _window(node: windows.WindowAggregate) -> str:
+    spec = node.window
+    if isinstance(spec, windows.SnapshotWindow):
+        call = "snapshot_window()"
+    elif isinstance(spec, windows.HoppingWindow):
+        call = (f"tumbling_window({_micros(spec.size)})" if spec.size == spec.hop
+                else f"hopping_window({_micros(spec.size)}, {_micros(spec.hop)})")
+    else:
+        assert isinstance(spec, windows.CountWindow)
+        call = f"count_window({spec.n})"
+    grouped = "" if node.key is None else f"group_by({node.key.show()}).{call}"
+    return f"{grouped or call}.select({node.projection.show()})"
+
+
+@describe.register
+def _group_apply(node: windows.GroupApply) -> str:
+    return f"group_apply(key={node.key.show()}, result={node.result.show()})"
+
+
+@describe.register
+def _group_source(node: windows.GroupSource) -> str:
+    return "the group's stream"
+
+
+@describe.register
+def _join(node: joins.Join) -> str:
+    on = "None" if node.on is None else node.on.show()
+    return f"join(on={on}, select={node.projection.show()})"
+
+
+@describe.register
+def _anti_join(node: joins.AntiJoin) -> str:
+    return f"anti_join(on={'None' if node.on is None else node.on.show()})"
+
+
+@describe.register
+def _clip(node: joins.Clip) -> str:
+    return f"clip(on={node.on.show()})"
+
+
+@describe.register
+def _union(node: joins.Union) -> str:
+    return f"union of {len(node.inputs)}"
+
+
+@describe.register
+def _keep_last(node: esper.KeepLast) -> str:
+    return f"keep_last({node.n})"
+
+
+@describe.register
+def _time_batch(node: esper.TimeBatch) -> str:
+    return f"time_batch({_micros(node.size)})"
+
+
+@describe.register
+def _length_batch(node: esper.LengthBatch) -> str:
+    return f"length_batch({node.n})"
+
+
+def cti_rule(node: nodes.Node) -> str:
+    """The CTI propagation rule of DESIGN §5 that applies to ``node``, in words."""
+    if isinstance(node, nodes.Input):
+        return "its CTI rows, generation or import"
+    if isinstance(node, windows.GroupSource):
+        return "the CTI of the grouped stream (every group sees the same CTIs)"
+    if isinstance(node, nodes.AlterLifetime):
+        return f"the input CTI moved by {node.start_shift}"
+    if isinstance(node, (joins.Binary, joins.Union)):
+        return _LEAST_CTI
+    if isinstance(node, esper.TimeBatch):
+        return "the end of the batch holding the input CTI"
+    if isinstance(node, windows.GroupApply):
+        return "the sub-query's rule applied to the input CTI, least over the groups"
+    if isinstance(node, windows.WindowAggregate) and not isinstance(node.window, windows.SnapshotWindow):
+        if isinstance(node.window, windows.CountWindow):
+            return "the first start of the earliest count window not yet stable, or the input CTI if earlier"
+        return "the start of the earliest window not yet stable, or the input CTI if earlier"
+    return _INPUT_CTI

@@ -22,31 +22,49 @@ from streamql.spark.operators import shifted
 from streamql.time import INFINITY_MICROS
 
 ORDINAL, BLOCK, LAST_START = "_sq_ordinal", "_sq_block", "_sq_last_start"
+#: the range of the timeline an ungrouped ``numbering`` numbers a row in
+RANGE = "_sq_range"
 
 
 def ordinal(starts: DataFrame, keys: tuple[str, ...]) -> DataFrame:
     """Numbers the rows of ``starts`` (distinct ``_sq_start`` per group of ``keys``) 0, 1, ... in
-    start order within each group. Without keys the timeline is cut into ranges at quantiles of
-    the starts, numbered within each range in parallel and offset by the counts of the ranges
-    before it (one small row per range reaches the driver) — never one global sort partition."""
+    start order within each group (``numbering`` without ties)."""
+    numbered, partition = numbering(starts, keys)
+    return numbered.drop(*[c for c in partition if c not in keys])
+
+
+def numbering(rows: DataFrame, keys: tuple[str, ...], ties: Sequence[Column] = ()) -> tuple[DataFrame, tuple[str, ...]]:
+    """Numbers the rows of ``rows`` 0, 1, ... (``ORDINAL``) per group of ``keys`` in the order of
+    ``_sq_start``, then ``ties``. Without keys the timeline is cut into ranges at quantiles of the
+    starts, numbered within each range in parallel and offset by the counts of the ranges before
+    it (one small row per range reaches the driver) — never one global sort partition. Rows with
+    one start always share a range.
+
+    Returns the numbered rows and the columns the numbering partitioned them by (``keys``, or the
+    range column ``RANGE``, which stays in the rows): another window partitioned by those columns
+    and ordered the same way follows without another shuffle or sort.
+
+    >>> numbered, partition = numbering(events, (), [F.col("v").asc_nulls_first()])  # doctest: +SKIP
+    """
+    order = [F.col(START), *ties]
     if keys:
-        return starts.withColumn(ORDINAL, F.row_number().over(Window.partitionBy(*keys).orderBy(START)) - 1)
-    parts = int(starts.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+        return rows.withColumn(ORDINAL, F.row_number().over(Window.partitionBy(*keys).orderBy(*order)) - 1), keys
+    parts = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
     probabilities = [i / parts for i in range(1, parts)]
-    borders = sorted(set(starts.select(F.col(START).cast("double").alias("s"))
+    borders = sorted(set(rows.select(F.col(START).cast("double").alias("s"))
                          .approxQuantile("s", probabilities, 0.001)))
     position = F.lit(0)
     for border in borders:  # the borders are literals: every job numbers the same way
         position = position + F.when(F.col(START).cast("double") >= F.lit(border), 1).otherwise(0)
-    ranged = starts.withColumn("_sq_range", position)
-    counts = {row[0]: row[1] for row in ranged.groupBy("_sq_range").count().collect()}
+    ranged = rows.withColumn(RANGE, position)
+    counts = {row[0]: row[1] for row in ranged.groupBy(RANGE).count().collect()}
     offsets, total = [], 0
     for part in sorted(counts):
         offsets += [F.lit(part), F.lit(total)]
         total += counts[part]
-    offset = F.element_at(F.create_map(*offsets), F.col("_sq_range")) if offsets else F.lit(0)
-    within = F.row_number().over(Window.partitionBy("_sq_range").orderBy(START)) - 1
-    return ranged.withColumn(ORDINAL, (offset + within).cast("long")).drop("_sq_range")
+    offset = F.element_at(F.create_map(*offsets), F.col(RANGE)) if offsets else F.lit(0)
+    within = F.row_number().over(Window.partitionBy(RANGE).orderBy(*order)) - 1
+    return ranged.withColumn(ORDINAL, (offset + within).cast("long")), (RANGE,)
 
 
 def _combine(fn: str, left: Column, right: Column) -> Column:

@@ -1,2 +1,166 @@
-"""keep_last, time_batch and length_batch on Spark: the semantics are ``streamql.reference.esper``."""
+"""keep_last, time_batch and length_batch on Spark: the semantics are ``streamql.reference.esper``.
+
+``keep_last(n)`` and ``length_batch(n)`` place every event in the order of its group (the keys of
+enclosing ``group_apply``s): start, then payload fields in order (nulls first, NaN greatest — how
+Spark sorts them), then end. ``count_window.numbering`` numbers that order (``ORDINAL``): per group,
+or, for an ungrouped stream, per range of start times (cut at approximate quantiles; all events of
+one start share a range) offset by the counts of the ranges before — never a sort of the whole data
+set in one partition. What an event needs from a later one then travels by number:
+
+- ``keep_last``: event ``i`` ends at the start of event ``i + n``. In a group, ``lead(n)`` over the
+  numbering's own window finds it (no further shuffle or sort); ungrouped, event ``i + n`` sends a
+  *notice* numbered ``i`` and one shuffle by number brings each event and its notice together.
+- ``length_batch``: batch ``k`` holds the events numbered ``k*n .. k*n+n-1``. Every event goes to its
+  batch, and the last event of each batch also sends a notice to the batch before it: one shuffle
+  by (group, batch) gives a batch its size, last start and heads, and the next batch's last start.
+
+An end at exactly the CTI is stable when every event starting there, up to the one making the end,
+has a stable start and payload (``reference.esper._reached``): a running ``min`` of the heads over
+the events of each start time, in order (``HEADS``), read at the event making the end.
+
+``time_batch`` is a projection.
+
+>>> withdrawals.keep_last(5)  # doctest: +SKIP
+"""
 from __future__ import annotations
+
+from typing import Mapping
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from streamql.query import esper
+from streamql.spark.count_window import ORDINAL, numbering
+from streamql.spark.ingress import CLOSED, END, HEAD, START
+from streamql.spark.operators import Flow, compile_node, shifted
+from streamql.time import INFINITY_MICROS
+
+#: whether every event with the event's start, up to it in order, has a stable start and payload
+HEADS = "_sq_heads"
+#: the start of the event (or batch) that ends an event's lifetime, and its ``HEADS``
+_UNTIL, _UNTIL_HEADS = "_sq_until", "_sq_until_heads"
+#: notices: whether a row is one, the number it meets its receiver under, what it carries
+_IS_NOTICE, _MEET, _SENT = "_sq_is_notice", "_sq_meet", "_sq_sent"
+
+
+def ranked(source: Flow, fields: list[str]) -> tuple[DataFrame, list[Column]]:
+    """The events of ``source`` numbered (``ORDINAL``) in the order of each group of its keys —
+    start, payload ``fields`` (nulls first, NaN greatest), end — with their ``HEADS``; and that
+    order as sort columns."""
+    # the input's own end stability never matters: its lifetime is replaced
+    frame = source.frame.select(START, END, HEAD, *source.keys, *fields)
+    # the head last: rows tied on everything else then agree on HEADS however the tie is broken
+    ties = [*[F.col(f).asc_nulls_first() for f in fields], F.col(END).asc(), F.col(HEAD).desc()]
+    numbered, partition = numbering(frame, source.keys, ties)
+    order = [F.col(START).asc(), *ties]
+    # the numbering's own window (partitioned by the keys or by the range, in order): no shuffle or
+    # sort is added. All events of one start share a partition, so the latest start so far of an
+    # event with an unstable head is the event's own start exactly when such an event of its start
+    # comes at or before it
+    so_far = Window.partitionBy(*partition).orderBy(*order).rowsBetween(Window.unboundedPreceding,
+                                                                        Window.currentRow)
+    latest_unstable = F.max(F.when(~F.col(HEAD), F.col(START))).over(so_far)
+    heads = latest_unstable.isNull() | (latest_unstable < F.col(START))
+    ranked = numbered.select(START, END, HEAD, *source.keys, *fields, ORDINAL, heads.alias(HEADS))
+    return ranked, order
+
+
+def _with_notices(rows: DataFrame, keys: tuple[str, ...], own: Column, notice: Column, sends: Column | None) -> DataFrame:
+    """``rows`` under their ``own`` number (``_MEET``) and, for the rows that ``sends``, a notice
+    under the ``notice`` number carrying their start and ``HEADS`` (``_SENT``), with no other
+    values: partitioned by the keys and ``_MEET``, a row meets the notices sent to it."""
+    twice = F.array(F.lit(False), F.lit(True)) if sends is None else \
+        F.when(sends, F.array(F.lit(False), F.lit(True))).otherwise(F.array(F.lit(False)))
+    both = rows.select("*", F.explode(twice).alias(_IS_NOTICE))
+    is_notice = F.col(_IS_NOTICE)
+    carried = [F.when(~is_notice, F.col(c)).alias(c) for c in rows.columns if c not in keys]
+    return both.select(*keys, *carried, _IS_NOTICE, F.when(is_notice, notice).otherwise(own).alias(_MEET),
+                       F.when(is_notice, F.struct(F.col(START).alias("start"), F.col(HEADS).alias("heads")))
+                       .alias(_SENT))
+
+
+def _reached(until: Column, until_heads: Column, cti: int) -> Column:
+    """Whether an end at ``until`` (made by an event with ``until_heads``) is final given a finite
+    CTI: it passes the CTI, or reaches it and is made by stable heads (null for no end)."""
+    return (until < F.lit(cti)) | ((until == F.lit(cti)) & until_heads)
+
+
+def _flags(head: Column, start: Column, until: Column, until_heads: Column, cti: int | None) -> tuple[Column, Column]:
+    """(closed, head) of an output event starting at ``start`` whose inputs' heads are ``head``
+    and which ends at ``until`` (null: never, so far)."""
+    if cti is None:
+        return F.lit(False), F.lit(False)
+    if cti == INFINITY_MICROS:
+        return F.lit(True), F.lit(True)
+    stable_head = head & (start < F.lit(cti))
+    closed = stable_head & until.isNotNull() & F.coalesce(_reached(until, until_heads, cti), F.lit(False))
+    return closed, stable_head
+
+
+def _fields(node: esper.KeepLast | esper.LengthBatch | esper.TimeBatch) -> list[str]:
+    return [f.name for f in node.schema.fields]
+
+
+@compile_node.register
+def _keep_last(node: esper.KeepLast, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    keys, fields, n = source.keys, _fields(node), node.n
+    events, order = ranked(source, fields)
+    if keys:
+        # the numbering's window: rows already partitioned by the keys and sorted in order
+        later = Window.partitionBy(*keys).orderBy(*order)
+        looked = events.select("*", F.lead(START, n).over(later).alias(_UNTIL),
+                               F.lead(HEADS, n).over(later).alias(_UNTIL_HEADS))
+    else:
+        met = _with_notices(events, keys, F.col(ORDINAL), F.col(ORDINAL) - F.lit(n), None)
+        sent = F.max(F.col(_SENT)).over(Window.partitionBy(_MEET))  # at most one notice per number
+        looked = met.select("*", sent["start"].alias(_UNTIL), sent["heads"].alias(_UNTIL_HEADS)).filter(
+            ~F.col(_IS_NOTICE))
+    until = F.col(_UNTIL)
+    closed, head = _flags(F.col(HEAD), F.col(START), until, F.col(_UNTIL_HEADS), source.cti)
+    end = F.coalesce(until, F.lit(INFINITY_MICROS))
+    # n later events starting with it leave the event an empty lifetime: it is removed
+    out = looked.filter(end > F.col(START)).select(START, end.alias(END), closed.alias(CLOSED), head.alias(HEAD),
+                                                   *keys, *fields)
+    return source.derived(node, out)
+
+
+@compile_node.register
+def _length_batch(node: esper.LengthBatch, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    keys, fields, n = source.keys, _fields(node), node.n
+    events, _ = ranked(source, fields)
+    batch = F.expr(f"{ORDINAL} div {n}")
+    is_last = F.col(ORDINAL) % F.lit(n) == F.lit(n - 1)
+    # the last event of batch k + 1 exists only when that batch is full: its notice ends batch k
+    met = _with_notices(events, keys, batch, batch - F.lit(1), is_last)
+    in_batch, own = Window.partitionBy(*keys, _MEET), ~F.col(_IS_NOTICE)
+    batches = met.select(
+        "*", F.count(F.when(own, F.lit(1))).over(in_batch).alias("_sq_size"),
+        F.max(F.when(own, F.col(START))).over(in_batch).alias("_sq_last"),
+        F.min(F.when(own, F.col(HEAD))).over(in_batch).alias("_sq_all_heads"),
+        F.max(F.col(_SENT)).over(in_batch).alias("_sq_next"))
+    # a batch that never fills is not output
+    full = batches.filter(own & (F.col("_sq_size") == F.lit(n)))
+    start, until = F.col("_sq_last"), F.col("_sq_next")["start"]
+    closed, head = _flags(F.col("_sq_all_heads"), start, until, F.col("_sq_next")["heads"], source.cti)
+    end = F.coalesce(until, F.lit(INFINITY_MICROS))
+    # the next batch filling at the same instant leaves this one an empty lifetime
+    out = full.filter(end > start).select(start.alias(START), end.alias(END), closed.alias(CLOSED),
+                                          head.alias(HEAD), *keys, *fields)
+    return source.derived(node, out)
+
+
+@compile_node.register
+def _time_batch(node: esper.TimeBatch, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    size = node.size
+    # an event starting at INFINITY has no batch that ends (and t - pmod(t) + size would overflow)
+    frame = source.frame.filter(F.col(START) < F.lit(INFINITY_MICROS))
+    batch_start = F.col(START) - F.pmod(F.col(START), F.lit(size))  # floor to a multiple of size
+    start = shifted(batch_start, size)
+    # the lifetime follows from the start alone: stable once the start and payload are
+    out = frame.select(start.alias(START), F.col(HEAD), *source.keys, *_fields(node))
+    out = out.filter(F.col(START) < F.lit(INFINITY_MICROS)).select(
+        START, shifted(F.col(START), size).alias(END), F.col(HEAD).alias(CLOSED), HEAD, *source.keys, *_fields(node))
+    return source.derived(node, out)

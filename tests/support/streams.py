@@ -85,7 +85,9 @@ payloads = st.builds(P, st.integers(-5, 9), st.integers(-3, 9), st.sampled_from(
 
 
 @st.composite
-def inputs(draw: st.DrawFn, shape: sq.Shape) -> list[Any]:
+def inputs(draw: st.DrawFn, shape: sq.Shape, open_ends: bool = False) -> list[Any]:
+    """Up to 25 items in arrival order: about one in ten a CTI row, the others events starting in
+    [0, 100]; with ``open_ends`` about one INTERVAL event in eight never ends (end ``INFINITY``)."""
     items: list[Any] = []
     for _ in range(draw(st.integers(0, 25))):
         if draw(st.integers(0, 9)) == 0:
@@ -93,7 +95,10 @@ def inputs(draw: st.DrawFn, shape: sq.Shape) -> list[Any]:
             continue
         start = draw(st.integers(0, 100))
         length = 1 if shape is sq.Shape.POINT else draw(st.integers(1, 30))
-        items.append(sq.Insert(start, start + length, draw(payloads)))
+        end: Any = start + length
+        if open_ends and shape is sq.Shape.INTERVAL and draw(st.integers(0, 7)) == 0:
+            end = sq.INFINITY
+        items.append(sq.Insert(start, end, draw(payloads)))
     return items
 
 
@@ -110,3 +115,47 @@ def advance_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
                                               delay=us(draw(st.sampled_from([-1, 0, 3, 10]))),
                                               flush=draw(st.booleans()))
     return sq.AdvanceTimeSettings(generation=generation, policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
+
+
+# --- Esper-style lifetimes: crowded start times and payloads -----------------------------------
+
+
+@dataclass(frozen=True)
+class Inner:
+    a: Optional[int]
+    b: str
+
+
+@dataclass(frozen=True)
+class Tied:
+    """A payload whose order among equal starts needs every rule: a nullable float with NaN and
+    the infinities, and a nullable nested payload with a nullable field."""
+
+    k: int
+    x: Optional[float]
+    inner: Optional[Inner]
+
+
+tied_payloads = st.builds(
+    Tied, st.integers(0, 2),
+    st.one_of(st.none(), st.sampled_from([-1.5, 0.0, 2.25, float("inf"), float("-inf"), float("nan")])),
+    st.one_of(st.none(), st.builds(Inner, st.one_of(st.none(), st.integers(0, 1)), st.sampled_from(["", "a", "b"]))))
+#: ``P`` payloads from few values: equal starts often carry equal payloads, and events then differ by end
+crowded_payloads = st.builds(P, st.integers(0, 3), st.sampled_from([1, 4, 7]), st.sampled_from(["a", "b"]),
+                             st.one_of(st.none(), st.sampled_from([0, 3])))
+
+
+@st.composite
+def crowded_inputs(draw: st.DrawFn, shape: sq.Shape, payloads: st.SearchStrategy[Any] = crowded_payloads) -> list[Any]:
+    """Up to 30 items in arrival order whose starts crowd into few instants (a span of 4, 12 or 60
+    ticks): many equal starts, equal payloads among them; about one in eight a CTI row."""
+    span = draw(st.sampled_from([4, 12, 60]))
+    items: list[Any] = []
+    for _ in range(draw(st.integers(0, 30))):
+        if draw(st.integers(0, 7)) == 0:
+            items.append(sq.Cti(draw(st.integers(0, span + 2))))
+            continue
+        start = draw(st.integers(0, span))
+        length = 1 if shape is sq.Shape.POINT else draw(st.integers(1, 6))
+        items.append(sq.Insert(start, start + length, draw(payloads)))
+    return items

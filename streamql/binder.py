@@ -78,6 +78,11 @@ class Binder:
         ``start``/``end`` name timestamp or integer-microsecond columns (a POINT input takes only
         ``start``); ``kind`` a column of ``"INSERT"``/``"CTI"``; ``arrival`` the arrival order
         (default: the DataFrame's partition order). Columns named like the payload fields hold them.
+        An EDGE input also needs ``edge``, a column of ``"START"``/``"END"``: an end edge carries its
+        event's ``start`` and ``end`` and closes the open event with that start and payload
+        (docs/edges.md).
+
+        >>> sq.Binder(spark).bind(sessions, df, start="start", end="end", edge="edge")  # doctest: +SKIP
         """
         if not isinstance(stream, Stream) or not isinstance(stream.node, Input):
             raise BindingError("bind takes an input stream declared with sq.input(...), "

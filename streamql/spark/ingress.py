@@ -22,13 +22,11 @@ from streamql.events import Shape
 from streamql.payload import Kind, ValueType
 from streamql.query.nodes import Input
 from streamql.spark import arrival_scan as scan
+from streamql.spark.columns import ACTION, ARRIVAL, BAD, CLOSED, END, HEAD, KIND, MOVED_TO, SEQ, START
+from streamql.spark.edge_matching import match_end_edges
 from streamql.spark.schema import column_for_field
-from streamql.time import INFINITY_MICROS, MAX_MICROS, duration_micros
+from streamql.time import INFINITY_MICROS, MAX_MICROS, duration_micros, from_micros
 
-SEQ, KIND, START, END, BAD, CLOSED, ARRIVAL = (
-    "_sq_seq", "_sq_kind", "_sq_start", "_sq_end", "_sq_bad", "_sq_closed", "_sq_arrival")
-#: whether an event's start and payload are stable (always, for accepted input events)
-HEAD = "_sq_head"
 #: a row's scan unit (a run of arrival order) is ``_sq_seq >> 33``: monotonically_increasing_id
 #: keeps the partition index there, and arrival-ordered inputs put their arrival range there
 PARTITION_BITS = 33
@@ -75,9 +73,11 @@ def check_binding(b: Binding) -> None:
         raise BindingError(f"input {b.name!r} is an INTERVAL input: bind its end column with end=")
     if shape is not Shape.EDGE and b.edge is not None:
         raise BindingError(f"input {b.name!r} is a {shape.name} input: edge= applies to Shape.EDGE inputs only")
-    if shape is Shape.EDGE:
-        raise BindingError(f"input {b.name!r}: EDGE inputs run in the reference evaluator only in this version; "
-                           "on Spark bind the events as INTERVAL (start and end known) or POINT")
+    if shape is Shape.EDGE and b.edge is None:
+        raise BindingError(f"input {b.name!r} is an EDGE input: bind its edge column (\"START\"/\"END\") with edge=")
+    if shape is Shape.EDGE and b.end is None:
+        raise BindingError(f"input {b.name!r} is an EDGE input: bind the column with the end time its end edges "
+                           "carry with end=")
     if b.end is not None:
         _check_time(b, "end", b.end, column("end", b.end))
     for role, name in (("edge", b.edge), ("kind", b.kind)):
@@ -131,23 +131,39 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
     start = _micros(F.col(b.start), types[b.start])
     is_cti = F.upper(F.col(b.kind)) == "CTI" if b.kind is not None else F.lit(False)
     is_insert = F.upper(F.col(b.kind)) == "INSERT" if b.kind is not None else F.lit(True)
-    if b.node.shape is Shape.POINT:
+    shape = b.node.shape
+    if shape is Shape.POINT:
         end = F.when(start >= F.lit(MAX_MICROS), F.lit(INFINITY_MICROS)).otherwise(start + 1)
     else:
         assert b.end is not None
         end = _micros(F.col(b.end), types[b.end])
-    kind = F.when(is_cti, F.lit(scan.CTI)).otherwise(F.lit(scan.INSERT))
     reasons = [(F.col(b.start).isNull(), F.lit(f"{b.start} is null"))]
     if b.kind is not None:
         reasons.insert(0, (F.col(b.kind).isNull() | ~(is_cti | is_insert),
                            F.concat(F.lit(f"{b.kind} is neither INSERT nor CTI: "),
                                     F.coalesce(F.col(b.kind), F.lit("null")))))
         is_cti = F.coalesce(is_cti, F.lit(False))
-    if b.end is not None:
+    if shape is Shape.EDGE:
+        assert b.edge is not None and b.end is not None
+        edge = F.upper(F.col(b.edge))
+        is_end = ~is_cti & F.coalesce(edge == "END", F.lit(False))
+        kind = (F.when(is_cti, F.lit(scan.CTI)).when(is_end, F.lit(scan.END_EDGE))
+                .otherwise(F.lit(scan.START_EDGE)))
+        # a start edge's end is unknown: the event is open (an end column value on it is ignored)
+        end = F.when(is_end, end).otherwise(F.lit(INFINITY_MICROS))
         reasons += [
-            (~is_cti & F.col(b.end).isNull(), F.lit(f"{b.end} is null")),
-            (~is_cti & (end <= start), F.lit(f"{b.end} is not after {b.start}")),
+            (~is_cti & ~F.coalesce(edge.isin("START", "END"), F.lit(False)),
+             F.concat(F.lit(f"{b.edge} is neither START nor END: "), F.coalesce(F.col(b.edge), F.lit("null")))),
+            (is_end & F.col(b.end).isNull(), F.lit(f"{b.end} of an end edge is null")),
+            (is_end & (end <= start), F.lit(f"{b.end} of an end edge is not after its {b.start}")),
         ]
+    else:
+        kind = F.when(is_cti, F.lit(scan.CTI)).otherwise(F.lit(scan.INSERT))
+        if b.end is not None:
+            reasons += [
+                (~is_cti & F.col(b.end).isNull(), F.lit(f"{b.end} is null")),
+                (~is_cti & (end <= start), F.lit(f"{b.end} is not after {b.start}")),
+            ]
     if b.arrival is not None:
         reasons.append((F.col(b.arrival).isNull(), F.lit(f"{b.arrival} is null")))
     payload = []
@@ -196,7 +212,8 @@ def _in_arrival_order(rows: DataFrame, payload: list[str]) -> DataFrame:
     for bound in bounds:
         unit = unit + F.when(key.cast("double") >= F.lit(bound), 1).otherwise(0)
     unit_column = "_sq_unit"
-    order = [arrival.asc_nulls_first(), (F.col(KIND) == scan.CTI).asc(), F.col(START), F.col(END),
+    # at equal arrival values: events (start edges before end edges) before CTIs
+    order = [arrival.asc_nulls_first(), F.col(KIND).asc(), F.col(START), F.col(END),
              *[F.col(name) for name in payload]]
     position = F.row_number().over(Window.partitionBy(unit_column).orderBy(*order)) - 1
     return (rows.withColumn(unit_column, unit).repartition(units, unit_column)
@@ -307,14 +324,16 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
 
 def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool) -> DataFrame:
     """The time columns the scan reads, and only those (each costs an Arrow transfer):
-    ``start`` (null for a bad row), ``kind`` if the input can hold CTI rows, ``end`` if a
-    decision can depend on it (ADJUST), ``seq`` if arrival order is not partition order or
+    ``start`` (null for a bad row), ``kind`` if the input can hold CTI rows or edges, ``end`` if a
+    decision can depend on it (ADJUST, end edges), ``seq`` if arrival order is not partition order or
     ``with_seq`` asks for it. Without ``seq`` the scan derives it from the task's partition, which
     is only right where the mapInArrow reads the input's partitions directly (not under a union)."""
+    edges = b.node.shape is Shape.EDGE
     columns = [F.when(F.col(BAD).isNull(), F.col(START)).alias("start")]
-    if b.kind is not None or imports_ctis:
+    if b.kind is not None or imports_ctis or edges:
         columns.append(F.col(KIND).alias("kind"))
-    if b.advance_time is not None and b.advance_time.policy is AdvanceTimePolicy.ADJUST:
+    # an end edge is checked against the CTI by its end, under either policy
+    if edges or (b.advance_time is not None and b.advance_time.policy is AdvanceTimePolicy.ADJUST):
         columns.append(F.col(END).alias("end"))
     if b.arrival is not None or with_seq:
         columns.append(F.col(SEQ).alias("seq"))
@@ -398,11 +417,8 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     bad_rows = sum(s["bad_rows"] for s in summaries)
     if bad_rows and b.bad_rows == "error":
         first = min(s["first_bad"] for s in summaries if s["first_bad"] >= 0)
-        row = _with_row_number(b.source).filter(F.col(SEQ) == first).first() if b.arrival is None else None
         bad = prepared.filter(F.col(SEQ) == first).select(BAD).first()
-        shown = f", row {row.asDict()}" if row is not None else ""
-        raise BadInputError(f"input {b.name!r}: bad row ({bad[0] if bad else 'unknown'}{shown}); "
-                            "bind with bad_rows='drop' to drop and count such rows")
+        raise _bad_row(b, prepared, first, bad[0] if bad else "unknown")
     persisted: list[DataFrame] = []
     cached_compact: DataFrame | None = None
     simulations: dict[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]] = {}
@@ -450,25 +466,57 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         applied = decisions[0]
         for more in decisions[1:]:
             applied = applied.unionByName(more)
-        applied = applied.select(F.col("seq").alias("_sq_d_seq"), F.col("action").alias("_sq_action"),
-                                 F.col("time").alias("_sq_time"))
+        applied = applied.select(F.col("seq").alias("_sq_d_seq"), F.col("action").alias(ACTION),
+                                 F.col("time").alias(MOVED_TO))
         if dropped + adjusted <= BROADCAST_DECISIONS:
             # the usual case: few late events; joining them to every partition avoids moving the events
             applied = F.broadcast(applied)
         events = events.join(applied, events[SEQ] == applied["_sq_d_seq"], "left")
-        events = events.filter(F.col("_sq_action").isNull() | (F.col("_sq_action") != scan.DROP))
-        events = events.withColumn(START, F.when(F.col("_sq_action") == scan.ADJUST_START, F.col("_sq_time"))
-                                   .otherwise(F.col(START)))
+    else:
+        events = events.withColumn(ACTION, F.lit(None).cast("int")).withColumn(MOVED_TO, F.lit(None).cast("long"))
     steps = None
     if want_steps:
         steps = _cti_steps(prepared, _compact(prepared, b, cti_rows is not None, with_seq=True), states, settings)
     payload = [f.name for f in b.node.schema.fields]
+    if b.node.shape is Shape.EDGE:
+        # the scan's counts include end edges that turn out unmatched: the matching counts instead
+        matched = match_end_edges(events, payload, forever=final == INFINITY_MICROS)
+        persisted.append(matched.persisted)
+        if matched.unmatched and b.bad_rows == "error":
+            first = prepared.filter(F.col(SEQ) == matched.first_unmatched).select(START, END).first()
+            assert first is not None
+            for df in persisted:
+                df.unpersist()
+            raise _bad_row(b, prepared, matched.first_unmatched,
+                           f"end edge at {from_micros(first[1])} has no open start edge at "
+                           f"{from_micros(first[0])} with its payload")
+        return Ingress(
+            events=matched.events, final_cti=None if final == scan.NONE else final, finite_cti=finite,
+            dropped=matched.dropped, adjusted=matched.adjusted, bad_rows=bad_rows + matched.unmatched,
+            cti_steps=steps, persisted=persisted,
+        )
+    events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
+    events = events.withColumn(START, F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO))
+                               .otherwise(F.col(START)))
     return Ingress(
         events=events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *payload),
         final_cti=None if final == scan.NONE else final, finite_cti=finite,
         dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
         cti_steps=steps, persisted=persisted,
     )
+
+
+def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInputError:
+    """The error for the bad row numbered ``seq``, showing the row as the DataFrame holds it
+    (without an arrival column; with one, its arrival value and payload)."""
+    if b.arrival is None:
+        row = _with_row_number(b.source).filter(F.col(SEQ) == seq).first()
+    else:
+        fields = [f.name for f in b.node.schema.fields]
+        row = prepared.filter(F.col(SEQ) == seq).select(F.col(ARRIVAL).alias(b.arrival), *fields).first()
+    shown = f", row {row.asDict()}" if row is not None else ""
+    return BadInputError(f"input {b.name!r}: bad row ({reason}{shown}); "
+                         "bind with bad_rows='drop' to drop and count such rows")
 
 
 def _cti_steps(prepared: DataFrame, compact: DataFrame, states: Mapping[int, scan.ScanState],
@@ -482,4 +530,5 @@ def _cti_steps(prepared: DataFrame, compact: DataFrame, states: Mapping[int, sca
             .select(F.col(ARRIVAL), F.col("_sq_step_cti").alias(START)))
 
 
-__all__ = ["Binding", "Ingress", "check_binding", "prepare", "run_ingress", "scan_settings"]
+__all__ = ["ARRIVAL", "BAD", "CLOSED", "END", "HEAD", "KIND", "SEQ", "START",  # re-exported: operators import them here
+           "Binding", "Ingress", "check_binding", "prepare", "run_ingress", "scan_settings"]

@@ -178,8 +178,9 @@ def test_shape_and_end_column_must_agree(spark: SparkSession) -> None:
     with pytest.raises(sq.BindingError, match="'readings' is an INTERVAL input: bind its end column with end="):
         sq.Binder(spark).bind(READINGS, df, start="s")
     edges = sq.input("readings", Reading, shape=sq.Shape.EDGE)
-    with pytest.raises(sq.BindingError, match="EDGE inputs run in the reference evaluator only"):
-        sq.Binder(spark).bind(edges, df.withColumn("edge", F.lit("START")), start="s", end="e", edge="edge")
+    with pytest.raises(sq.BindingError, match="'readings' is an EDGE input: bind its edge column"):
+        sq.Binder(spark).bind(edges, df, start="s", end="e")
+    sq.Binder(spark).bind(edges, df.withColumn("edge", F.lit("START")), start="s", end="e", edge="edge")
 
 
 def test_only_declared_inputs_and_dataframes_can_be_bound(spark: SparkSession) -> None:

@@ -1,0 +1,125 @@
+"""EDGE inputs on Spark: every end edge matched to its start edge, as the reference ingress does
+it (``streamql.reference.inputs``), with window functions instead of a loop over arrivals.
+
+The reference keeps, per key (original start, payload), a queue of open start edges (accepted,
+in arrival order) and a count of start edges the violation policy dropped. An end edge closes
+the earliest open one; with none open it takes a dropped one and goes with it silently; with
+neither it is bad input (and changes nothing). Both are queues with unit steps, so per key, in
+arrival order, with ``opened``/``ended``/``dropped`` the running counts of accepted start edges,
+end edges and dropped start edges:
+
+- the end edges that found nothing open so far number ``max(0, -min(opened - ended))`` (the
+  running minimum: a reflected walk), so an end edge closes a start edge exactly when that
+  number does not grow at it, and then it closes the ``ended - unmatched``-th accepted one;
+- of those, the ones that found no dropped start edge either number
+  ``max(0, -min(dropped - unmatched))``: the bad ones are where that grows.
+
+Whether a start edge was dropped or moved, and whether an end edge was late, the arrival-order
+scan decided already (``_sq_action``/``_sq_moved_to``): neither depends on the matching, since
+end edges never move the CTI. What is left is a window over the key (a shuffle by key, no
+single partition), a second window over (key, pair index) that the first one's partitioning
+already satisfies, and one aggregate for the counts.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import attrs
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import functions as F
+
+from streamql.spark import arrival_scan as scan
+from streamql.spark.columns import ACTION, CLOSED, END, HEAD, KIND, MOVED_TO, SEQ, START
+from streamql.time import INFINITY_MICROS
+
+_OPENS, _DROPPED_START, _ENDS = "_sq_opens", "_sq_dropped_start", "_sq_ends"
+_CLOSES, _UNMATCHED, _PAIR = "_sq_closes", "_sq_unmatched", "_sq_pair"
+_FINAL_START, _FINAL_END, _CLOSED_BY_EDGE = "_sq_final_start", "_sq_final_end", "_sq_closed_by_edge"
+_EMPTIED, _MOVED, _IGNORED_END = "_sq_emptied", "_sq_moved", "_sq_ignored_end"
+
+
+@attrs.frozen
+class MatchedEdges:
+    """The events of an EDGE input and what the matching counted."""
+
+    events: DataFrame = attrs.field(eq=False)  # _sq_start, _sq_end, _sq_closed, _sq_head, payload fields
+    dropped: int  # start edges dropped, end edges ignored, lifetimes emptied by ADJUST
+    adjusted: int  # events (kept) whose start or end ADJUST moved
+    unmatched: int  # end edges with neither an open nor a dropped start edge: bad input
+    first_unmatched: int  # the _sq_seq of the first of them, or -1
+    persisted: DataFrame = attrs.field(eq=False)
+
+
+def _reflected(walk: Column, window: WindowSpec) -> tuple[Column, Column]:
+    """``max(0, -min(walk))`` up to and including this row, and up to the row before it."""
+    through = F.greatest(F.lit(0), -F.min(walk).over(window.rowsBetween(Window.unboundedPreceding, 0)))
+    before = F.greatest(F.lit(0), -F.coalesce(F.min(walk).over(window.rowsBetween(Window.unboundedPreceding, -1)),
+                                              F.lit(0)))
+    return through, before
+
+
+def match_end_edges(rows: DataFrame, payload: Sequence[str], forever: bool) -> MatchedEdges:
+    """``rows``: the input's good start and end edges (``_sq_kind``, ``_sq_seq``, ``_sq_start``,
+    ``_sq_end``, the scan's ``_sq_action``/``_sq_moved_to``, the payload fields). ``forever``: the
+    final CTI is INFINITY, so no end edge can come and open events are stable as they are."""
+    action = F.col(ACTION)
+    is_end = F.col(KIND) == scan.END_EDGE
+    dropped_start = ~is_end & F.coalesce(action == scan.DROP, F.lit(False))
+    opens = ~is_end & ~dropped_start
+    # the null-safe key: window partitions group nulls (and normalise -0.0 and NaN) like GROUP BY
+    key = Window.partitionBy(START, *payload).orderBy(SEQ)
+    running = key.rowsBetween(Window.unboundedPreceding, 0)
+    counted = rows.select(
+        "*", opens.alias(_OPENS), dropped_start.alias(_DROPPED_START), is_end.alias(_ENDS),
+        F.sum(opens.cast("long")).over(running).alias("_sq_opened"),
+        F.sum(dropped_start.cast("long")).over(running).alias("_sq_dropped"),
+        F.sum(is_end.cast("long")).over(running).alias("_sq_ended"))
+    unmatched, unmatched_before = _reflected(F.col("_sq_opened") - F.col("_sq_ended"), key)
+    walked = counted.select("*", unmatched.alias(_UNMATCHED), unmatched_before.alias("_sq_unmatched_before"))
+    closes = F.col(_ENDS) & (F.col(_UNMATCHED) == F.col("_sq_unmatched_before"))
+    bad, bad_before = _reflected(F.col("_sq_dropped") - F.col(_UNMATCHED), key)
+    classified = walked.select(
+        "*", closes.alias(_CLOSES),
+        (F.col(_ENDS) & ~closes & (bad != bad_before)).alias("_sq_bad_end"),
+        # the k-th start edge accepted under a key is closed by the k-th end edge that closes one
+        F.when(F.col(_OPENS), F.col("_sq_opened"))
+         .when(closes, F.col("_sq_ended") - F.col(_UNMATCHED)).alias(_PAIR))
+    pair = Window.partitionBy(START, *payload, _PAIR)
+    end_edge = F.max(F.when(F.col(_CLOSES), F.struct(
+        F.col(END).alias("end"), F.col(ACTION).alias("action"), F.col(MOVED_TO).alias("moved_to")))).over(pair)
+    paired = classified.withColumn("_sq_end_edge", end_edge)
+    start = F.when(action == scan.ADJUST_START, F.col(MOVED_TO)).otherwise(F.col(START))
+    end_action = F.col("_sq_end_edge.action")
+    closed_by_edge = F.col("_sq_end_edge").isNotNull() & F.coalesce(end_action != scan.DROP, F.lit(True))
+    end = (F.when(~closed_by_edge, F.lit(INFINITY_MICROS))
+           .when(end_action == scan.ADJUST_END, F.col("_sq_end_edge.moved_to"))
+           .otherwise(F.col("_sq_end_edge.end")))
+    decided = paired.select(
+        "*", start.alias(_FINAL_START), end.alias(_FINAL_END), closed_by_edge.alias(_CLOSED_BY_EDGE),
+        F.coalesce(end_action == scan.DROP, F.lit(False)).alias(_IGNORED_END),
+        ((action == scan.ADJUST_START) | F.coalesce(end_action == scan.ADJUST_END, F.lit(False))).alias(_MOVED),
+    ).withColumn(_EMPTIED, F.col(_FINAL_END) <= F.col(_FINAL_START))
+    decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
+    opened, emptied = F.col(_OPENS), F.col(_OPENS) & F.col(_EMPTIED)
+
+    def count(condition: Column) -> Column:
+        return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
+
+    # one row of counts per partition comes to the driver (a global aggregate would gather them
+    # in a single partition first)
+    counts = decided.groupBy(F.spark_partition_id()).agg(
+        (count(F.col(_DROPPED_START)) + count(opened & F.col(_IGNORED_END)) + count(emptied)).alias("dropped"),
+        count(opened & ~F.col(_EMPTIED) & F.coalesce(F.col(_MOVED), F.lit(False))).alias("adjusted"),
+        count(F.col("_sq_bad_end")).alias("unmatched"),
+        F.min(F.when(F.col("_sq_bad_end"), F.col(SEQ))).alias("first_unmatched"),
+    ).collect()
+    unmatched_seqs = [r["first_unmatched"] for r in counts if r["first_unmatched"] is not None]
+    events = decided.filter(opened & ~F.col(_EMPTIED)).select(
+        F.col(_FINAL_START).alias(START), F.col(_FINAL_END).alias(END),
+        (F.col(_CLOSED_BY_EDGE) | F.lit(forever)).alias(CLOSED), F.lit(True).alias(HEAD), *payload)
+    return MatchedEdges(events, sum(r["dropped"] for r in counts), sum(r["adjusted"] for r in counts),
+                        sum(r["unmatched"] for r in counts), min(unmatched_seqs, default=-1), decided)
+
+
+__all__ = ["MatchedEdges", "match_end_edges"]

@@ -85,11 +85,12 @@ payloads = st.builds(P, st.integers(-5, 9), st.integers(-3, 9), st.sampled_from(
 
 
 @st.composite
-def inputs(draw: st.DrawFn, shape: sq.Shape, open_ends: bool = False) -> list[Any]:
-    """Up to 25 items in arrival order: about one in ten a CTI row, the others events starting in
-    [0, 100]; with ``open_ends`` about one INTERVAL event in eight never ends (end ``INFINITY``)."""
+def inputs(draw: st.DrawFn, shape: sq.Shape, open_ends: bool = False, min_items: int = 0) -> list[Any]:
+    """``min_items`` to 25 items in arrival order: about one in ten a CTI row, the others events
+    starting in [0, 100]; with ``open_ends`` about one INTERVAL event in eight never ends (end
+    ``INFINITY``)."""
     items: list[Any] = []
-    for _ in range(draw(st.integers(0, 25))):
+    for _ in range(draw(st.integers(min_items, 25))):
         if draw(st.integers(0, 9)) == 0:
             items.append(sq.Cti(draw(st.integers(0, 120))))
             continue

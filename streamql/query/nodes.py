@@ -54,7 +54,8 @@ class Input(Node):
 
     @property
     def may_be_open(self) -> bool:
-        return self.shape is Shape.EDGE
+        # an edge may never get its end edge; an interval may be given the end INFINITY
+        return self.shape is not Shape.POINT
 
 
 @attrs.frozen(cache_hash=True)

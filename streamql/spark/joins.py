@@ -243,6 +243,16 @@ def overlapping_pairs(left: Flow, right: Flow, fields_left: Sequence[str], field
         *[F.col(k).alias(_right_group(i)) for i, k in enumerate(right.keys)],
         *[compile_expr(b, _reads_right).alias(_right_key(i)) for i, (_, b) in enumerate(keys)],
         F.struct(*fields_right).alias(R_PAYLOAD))
+    group_keys = [F.col(k).eqNullSafe(F.col(_right_group(i))) for i, k in enumerate(left.keys)]
+    value_keys = [F.col(_left_key(i)) == F.col(_right_key(i)) for i in range(len(keys))]
+    overlap = (F.col(START) < F.col(R_END)) & (F.col(R_START) < F.col(END))
+    if value_keys:
+        # the keys of ``on`` spread the pairs: an equi-join on them and the overlap as its filter,
+        # as one writes it by hand (time buckets would only add rows and a pass to size them)
+        met = lframe.join(rframe, reduce(lambda a, b: a & b, group_keys + value_keys) & overlap, "inner")
+        kept = F.lit(True) if on is None else F.coalesce(compile_expr(on, pair_field), F.lit(False))
+        return met.filter(kept).select(*LIFETIME, *left.keys, *fields_left, R_START, R_END, R_CLOSED, R_HEAD,
+                                       R_PAYLOAD)
     buckets = time_buckets(lframe, rframe)
 
     # a left home meets right homes and right probes; a left probe meets right homes only
@@ -251,10 +261,8 @@ def overlapping_pairs(left: Flow, right: Flow, fields_left: Sequence[str], field
     lplaced = lframe.select("*", F.explode(lplaces).alias(_LEFT_PLACE))
     rplaced = rframe.select("*", F.explode(rplaces).alias(_RIGHT_PLACE))
     lplace, rplace = F.col(_LEFT_PLACE), F.col(_RIGHT_PLACE)
-    conditions = [lplace[f] == rplace[f] for f in (_LEVEL, _BUCKET, _MEETING)]
-    # group keys compare null-safe (null keys are a group); ``on``'s keys like SQL's ``=``
-    conditions += [F.col(k).eqNullSafe(F.col(_right_group(i))) for i, k in enumerate(left.keys)]
-    conditions += [F.col(_left_key(i)) == F.col(_right_key(i)) for i in range(len(keys))]
+    # group keys compare null-safe (null keys are a group)
+    conditions = [lplace[f] == rplace[f] for f in (_LEVEL, _BUCKET, _MEETING)] + group_keys
     met = lplaced.join(rplaced, reduce(lambda a, b: a & b, conditions), "inner")
 
     meets = F.greatest(F.col(START), F.col(R_START))

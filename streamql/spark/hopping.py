@@ -39,9 +39,18 @@ def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...]
     finite_last = floor_div(F.col(END) - F.lit(1), spec.hop)
     events = frame.withColumn(LAST, finite_last)
     if latest is not None:
-        caps = latest.groupBy(*horizon_keys).agg(F.max("_sq_latest").alias(CAP))
-        open_events = _join_caps(frame.filter(F.col(END) == F.lit(INFINITY_MICROS)), caps, horizon_keys)
-        open_events = open_events.withColumn(LAST, floor_div(F.col(CAP), spec.hop)).drop(CAP)
+        open_events = frame.filter(F.col(END) == F.lit(INFINITY_MICROS))
+        if horizon_keys:
+            caps = latest.groupBy(*horizon_keys).agg(F.max("_sq_latest").alias(CAP))
+            open_events = _join_caps(open_events, caps, horizon_keys)
+            open_events = open_events.withColumn(LAST, floor_div(F.col(CAP), spec.hop)).drop(CAP)
+        else:
+            # one horizon for the whole stream: read now (one small aggregate), so that the plan
+            # needs neither a single-partition aggregate nor a join with its one row
+            cap = latest.agg(F.max("_sq_latest")).first()
+            horizon = None if cap is None or cap[0] is None else int(cap[0])
+            open_events = open_events.withColumn(
+                LAST, F.lit(None).cast("long") if horizon is None else floor_div(F.lit(horizon), spec.hop))
         events = events.filter(F.col(END) != F.lit(INFINITY_MICROS)).unionByName(open_events)
     # with hop > size an event can fall between windows: then first > last, and F.sequence would
     # count down instead of giving nothing
@@ -68,10 +77,6 @@ def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...]
 
 def _join_caps(open_events: DataFrame, caps: DataFrame, horizon_keys: tuple[str, ...]) -> DataFrame:
     """Each open event with its group's horizon (keys compared null-safely: null is a group)."""
-    if not horizon_keys:
-        # one row: an equi-join on a constant broadcasts it rather than planning a nested loop
-        return (open_events.withColumn("_sq_one", F.lit(1))
-                .join(F.broadcast(caps.withColumn("_sq_one", F.lit(1))), "_sq_one").drop("_sq_one"))
     renamed = caps.select(*[F.col(k).alias(f"_sq_cap_{k}") for k in horizon_keys], CAP)
     condition = None
     for k in horizon_keys:

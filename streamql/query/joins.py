@@ -20,6 +20,14 @@ def least_cti(ctis: tuple[int | None, ...]) -> int | None:
     return min(c for c in ctis if c is not None)
 
 
+def least_finite_cti(finite_ctis: tuple[int | None, ...]) -> int | None:
+    """A multi-stream operator's greatest finite CTI (the horizon of windows over events that never
+    end, DESIGN §5): the least of its inputs' that have one (docs/decisions.md: exact when the inputs
+    reach INFINITY together)."""
+    known = [c for c in finite_ctis if c is not None]
+    return min(known) if known else None
+
+
 @attrs.frozen(cache_hash=True)
 class Binary(Node):
     """An operator over a left and a right stream; its CTI is the lesser of theirs."""

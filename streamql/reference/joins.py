@@ -39,8 +39,8 @@ def _boundary_final(b: int, left: Ev, makers: list[Ev], left_cti: int | None, ri
 
 def binary_flow(node: joins.Binary | joins.Union, sources: list[Flow], events: list[Ev]) -> Flow:
     """``events`` with the least of the sources' CTIs; the greatest finite CTI is the least of theirs."""
-    finite = [s.finite_cti for s in sources if s.finite_cti is not None]
-    return Flow(events, node.output_cti(tuple(s.cti for s in sources)), min(finite) if finite else None)
+    return Flow(events, node.output_cti(tuple(s.cti for s in sources)),
+                joins.least_finite_cti(tuple(s.finite_cti for s in sources)))
 
 
 @events_of.register

@@ -303,9 +303,8 @@ def _boundary_final(b: Column, maker_head: Column, left_cti: int | None, right_c
 
 def _binary_flow(node: joins.Binary | joins.Union, sources: Sequence[Flow], frame: DataFrame) -> Flow:
     """``frame`` with the least of the sources' CTIs; the greatest finite CTI is the least of theirs."""
-    finite = [s.finite_cti for s in sources if s.finite_cti is not None]
-    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)), min(finite) if finite else None,
-                sources[0].keys)
+    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)),
+                joins.least_finite_cti(tuple(s.finite_cti for s in sources)), sources[0].keys)
 
 
 def _fields(node: Node) -> list[str]:

@@ -9,8 +9,6 @@ list positions are one clock across the inputs, as in the reference evaluator.
 """
 from __future__ import annotations
 
-import dataclasses
-from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 
 from pyspark.sql import SparkSession
@@ -20,12 +18,10 @@ from streamql.events import InputItem
 from streamql.query.nodes import inputs_of
 
 from support.frames import bind, frame
+from support.stream_seeds import (DATA, DATA_ITEMS, IMPORT, JOINED, LOOKUP_ITEMS, MERGED, P_ROWS, Q_ROWS,
+                                  ROWTIME_BOUNDS, MeterSite, Reading, Row, SiteReading, at, hm, point)
 
-UTC = timezone.utc
 TICK = sq.TICK
-#: a CTI one tick after every event: each row bounds its stream's later rowtimes (SQLstream)
-ROWTIME_BOUNDS = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1, delay=-TICK))
-IMPORT = sq.AdvanceTimeSettings(import_=sq.AdvanceTimeImport("dataStream"), policy=sq.AdvanceTimePolicy.ADJUST)
 
 
 def run(spark: SparkSession, query: sq.Stream[Any],
@@ -43,27 +39,7 @@ def run(spark: SparkSession, query: sq.Stream[Any],
     return result
 
 
-def point(start: datetime, payload: Any) -> sq.Insert[Any]:
-    return sq.Insert(start, start + TICK, payload)
-
-
 # --- seed 004: the ordered merge --------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    stream: str
-
-
-def hm(hh: int, mm: int) -> datetime:
-    return datetime(2024, 5, 1, hh, mm, tzinfo=UTC)
-
-
-P = sq.input("P", Row, shape=sq.Shape.POINT)
-Q = sq.input("Q", Row, shape=sq.Shape.POINT)
-MERGED = P.union(Q)
-P_ROWS: list[InputItem[Row]] = [point(hm(1, 0), Row("P")), point(hm(1, 3), Row("P")), point(hm(1, 6), Row("P"))]
-Q_ROWS: list[InputItem[Row]] = [point(hm(1, 1), Row("Q")), point(hm(1, 2), Row("Q")), point(hm(1, 4), Row("Q"))]
 
 
 def test_seed_merge_stops_when_the_slow_input_has_no_rowtime_bound(spark: SparkSession) -> None:
@@ -83,44 +59,6 @@ def test_seed_merge_moves_on_with_a_rowtime_bound_on_the_slow_input(spark: Spark
 
 
 # --- seed 001: the fast-data / slow-reference join --------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Reading:
-    meter: str
-    watts: int
-
-
-@dataclasses.dataclass(frozen=True)
-class MeterSite:
-    meter: str
-    site: str
-
-
-@dataclasses.dataclass(frozen=True)
-class SiteReading:
-    meter: str
-    site: str
-    watts: int
-
-
-def at(second: float) -> datetime:
-    return datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC) + timedelta(seconds=second)
-
-
-DATA = sq.input("dataStream", Reading, shape=sq.Shape.POINT)
-LOOKUP = sq.input("lookupStream", MeterSite, shape=sq.Shape.INTERVAL)
-JOINED = DATA.join(LOOKUP, lambda r, m: r.meter == m.meter, lambda r, m: SiteReading(r.meter, m.site, r.watts))
-DATA_ITEMS: list[InputItem[Reading]] = [
-    point(at(10), Reading("m1", 100)), sq.Cti(at(10) + TICK),
-    point(at(20), Reading("m2", 250)), sq.Cti(at(20) + TICK),
-    point(at(30), Reading("m1", 200)), sq.Cti(at(30) + TICK),
-]
-LOOKUP_ITEMS: list[InputItem[MeterSite]] = [
-    sq.Insert(at(0), at(3600), MeterSite("m2", "south")),
-    sq.Insert(at(0), at(25), MeterSite("m1", "north")),
-    sq.Insert(at(25), at(3600), MeterSite("m1", "east")),
-]
 
 
 def test_seed_fast_slow_join_without_import_releases_nothing(spark: SparkSession) -> None:

@@ -13,6 +13,7 @@ from streamql.events import Edge, EdgeKind, Event, Result, Shape
 from streamql.payload import sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
+from streamql.spark.arrival_scan import ScanState
 from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, run_ingress
 from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
@@ -143,7 +144,11 @@ class Binder:
             visit(name, ())
         return order
 
-    def _scan(self, name: str, done: dict[str, Ingress], read: dict[str, Input]) -> Ingress:
+    def _scan(self, name: str, done: dict[str, Ingress], read: dict[str, Input],
+              initial: ScanState = ScanState(), match_edges: bool = True, final: bool = True) -> Ingress:
+        """Scans input ``name`` (``done``: the inputs scanned before it). A streaming step scans its
+        micro-batch from the carried state (``initial``), matches edges itself, and flushes only
+        when the run stops (``final``)."""
         b = self._bindings[name]
         settings = b.advance_time
         imported = None
@@ -163,8 +168,8 @@ class Binder:
             and other.advance_time.import_.from_input == name and other.arrival is not None
             and b.arrival is not None
             for other in self._bindings.values())
-        flush = settings is not None and settings.generation is not None and settings.generation.flush
-        return run_ingress(b, imported, flush, want_steps, imported_arrival)
+        flush = final and settings is not None and settings.generation is not None and settings.generation.flush
+        return run_ingress(b, imported, flush, want_steps, imported_arrival, initial, match_edges)
 
     def to_dataframe(self, q: Stream[T]) -> DataFrame:
         """The released events as a DataFrame: ``start``, ``end`` (UTC timestamps, ``9999-12-31

@@ -63,44 +63,7 @@ def match_end_edges(rows: DataFrame, payload: Sequence[str], forever: bool) -> M
     """``rows``: the input's good start and end edges (``_sq_kind``, ``_sq_seq``, ``_sq_start``,
     ``_sq_end``, the scan's ``_sq_action``/``_sq_moved_to``, the payload fields). ``forever``: the
     final CTI is INFINITY, so no end edge can come and open events are stable as they are."""
-    action = F.col(ACTION)
-    is_end = F.col(KIND) == scan.END_EDGE
-    dropped_start = ~is_end & F.coalesce(action == scan.DROP, F.lit(False))
-    opens = ~is_end & ~dropped_start
-    # the null-safe key: window partitions group nulls (and normalise -0.0 and NaN) like GROUP BY
-    key = Window.partitionBy(START, *payload).orderBy(SEQ)
-    running = key.rowsBetween(Window.unboundedPreceding, 0)
-    counted = rows.select(
-        "*", opens.alias(_OPENS), dropped_start.alias(_DROPPED_START), is_end.alias(_ENDS),
-        F.sum(opens.cast("long")).over(running).alias("_sq_opened"),
-        F.sum(dropped_start.cast("long")).over(running).alias("_sq_dropped"),
-        F.sum(is_end.cast("long")).over(running).alias("_sq_ended"))
-    unmatched, unmatched_before = _reflected(F.col("_sq_opened") - F.col("_sq_ended"), key)
-    walked = counted.select("*", unmatched.alias(_UNMATCHED), unmatched_before.alias("_sq_unmatched_before"))
-    closes = F.col(_ENDS) & (F.col(_UNMATCHED) == F.col("_sq_unmatched_before"))
-    bad, bad_before = _reflected(F.col("_sq_dropped") - F.col(_UNMATCHED), key)
-    classified = walked.select(
-        "*", closes.alias(_CLOSES),
-        (F.col(_ENDS) & ~closes & (bad != bad_before)).alias("_sq_bad_end"),
-        # the k-th start edge accepted under a key is closed by the k-th end edge that closes one
-        F.when(F.col(_OPENS), F.col("_sq_opened"))
-         .when(closes, F.col("_sq_ended") - F.col(_UNMATCHED)).alias(_PAIR))
-    pair = Window.partitionBy(START, *payload, _PAIR)
-    end_edge = F.max(F.when(F.col(_CLOSES), F.struct(
-        F.col(END).alias("end"), F.col(ACTION).alias("action"), F.col(MOVED_TO).alias("moved_to")))).over(pair)
-    paired = classified.withColumn("_sq_end_edge", end_edge)
-    start = F.when(action == scan.ADJUST_START, F.col(MOVED_TO)).otherwise(F.col(START))
-    end_action = F.col("_sq_end_edge.action")
-    closed_by_edge = F.col("_sq_end_edge").isNotNull() & F.coalesce(end_action != scan.DROP, F.lit(True))
-    end = (F.when(~closed_by_edge, F.lit(INFINITY_MICROS))
-           .when(end_action == scan.ADJUST_END, F.col("_sq_end_edge.moved_to"))
-           .otherwise(F.col("_sq_end_edge.end")))
-    decided = paired.select(
-        "*", start.alias(_FINAL_START), end.alias(_FINAL_END), closed_by_edge.alias(_CLOSED_BY_EDGE),
-        F.coalesce(end_action == scan.DROP, F.lit(False)).alias(_IGNORED_END),
-        ((action == scan.ADJUST_START) | F.coalesce(end_action == scan.ADJUST_END, F.lit(False))).alias(_MOVED),
-    ).withColumn(_EMPTIED, F.col(_FINAL_END) <= F.col(_FINAL_START))
-    decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
+    decided = decide(rows, payload, (SEQ,)).persist(StorageLevel.MEMORY_AND_DISK)
     opened, emptied = F.col(_OPENS), F.col(_OPENS) & F.col(_EMPTIED)
 
     def count(condition: Column) -> Column:
@@ -122,4 +85,51 @@ def match_end_edges(rows: DataFrame, payload: Sequence[str], forever: bool) -> M
                         sum(r["unmatched"] for r in counts), min(unmatched_seqs, default=-1), decided)
 
 
-__all__ = ["MatchedEdges", "match_end_edges"]
+def decide(rows: DataFrame, payload: Sequence[str], order: Sequence[str]) -> DataFrame:
+    """Every edge row with what the matching decided: ``_sq_opens`` (an accepted start edge),
+    ``_sq_dropped_start``, ``_sq_bad_end`` (an end edge with nothing to close), ``_sq_end_edge``
+    (the end edge that closed a start edge, null while open), ``_sq_final_start``/``_sq_final_end``,
+    ``_sq_closed_by_edge``, ``_sq_ignored_end``, ``_sq_moved``, ``_sq_emptied``. ``order``: the
+    columns giving arrival order."""
+    action = F.col(ACTION)
+    is_end = F.col(KIND) == scan.END_EDGE
+    dropped_start = ~is_end & F.coalesce(action == scan.DROP, F.lit(False))
+    opens = ~is_end & ~dropped_start
+    # the null-safe key: window partitions group nulls (and normalise -0.0 and NaN) like GROUP BY
+    key = Window.partitionBy(START, *payload).orderBy(*order)
+    running = key.rowsBetween(Window.unboundedPreceding, 0)
+    counted = rows.select(
+        "*", opens.alias(_OPENS), dropped_start.alias(_DROPPED_START), is_end.alias(_ENDS),
+        F.sum(opens.cast("long")).over(running).alias("_sq_opened"),
+        F.sum(dropped_start.cast("long")).over(running).alias("_sq_dropped"),
+        F.sum(is_end.cast("long")).over(running).alias("_sq_ended"))
+    unmatched, unmatched_before = _reflected(F.col("_sq_opened") - F.col("_sq_ended"), key)
+    walked = counted.select("*", unmatched.alias(_UNMATCHED), unmatched_before.alias("_sq_unmatched_before"))
+    closes = F.col(_ENDS) & (F.col(_UNMATCHED) == F.col("_sq_unmatched_before"))
+    bad, bad_before = _reflected(F.col("_sq_dropped") - F.col(_UNMATCHED), key)
+    classified = walked.select(
+        "*", closes.alias(_CLOSES),
+        (F.col(_ENDS) & ~closes & (bad != bad_before)).alias("_sq_bad_end"),
+        # the k-th start edge accepted under a key is closed by the k-th end edge that closes one
+        F.when(F.col(_OPENS), F.col("_sq_opened"))
+         .when(closes, F.col("_sq_ended") - F.col(_UNMATCHED)).alias(_PAIR))
+    pair = Window.partitionBy(START, *payload, _PAIR)
+    end_edge = F.max(F.when(F.col(_CLOSES), F.struct(
+        F.col(END).alias("end"), F.col(ACTION).alias("action"), F.col(MOVED_TO).alias("moved_to"),
+        *[F.col(c).alias(f"order{i}") for i, c in enumerate(order)]))).over(pair)
+    paired = classified.withColumn("_sq_end_edge", end_edge)
+    start = F.when(action == scan.ADJUST_START, F.col(MOVED_TO)).otherwise(F.col(START))
+    end_action = F.col("_sq_end_edge.action")
+    closed_by_edge = F.col("_sq_end_edge").isNotNull() & F.coalesce(end_action != scan.DROP, F.lit(True))
+    end = (F.when(~closed_by_edge, F.lit(INFINITY_MICROS))
+           .when(end_action == scan.ADJUST_END, F.col("_sq_end_edge.moved_to"))
+           .otherwise(F.col("_sq_end_edge.end")))
+    decided = paired.select(
+        "*", start.alias(_FINAL_START), end.alias(_FINAL_END), closed_by_edge.alias(_CLOSED_BY_EDGE),
+        F.coalesce(end_action == scan.DROP, F.lit(False)).alias(_IGNORED_END),
+        ((action == scan.ADJUST_START) | F.coalesce(end_action == scan.ADJUST_END, F.lit(False))).alias(_MOVED),
+    ).withColumn(_EMPTIED, F.col(_FINAL_END) <= F.col(_FINAL_START))
+    return decided
+
+
+__all__ = ["MatchedEdges", "decide", "match_end_edges"]

@@ -357,9 +357,9 @@ class _Walk:
 
 def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings,
           simulations: Mapping[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]],
-          latest: Mapping[int, tuple[scan.ScanState, _UnitOutcome]]) -> _Walk:
-    walk = _Walk(scan.ScanState(), {}, [], {})
-    state, exact = scan.ScanState(), True
+          latest: Mapping[int, tuple[scan.ScanState, _UnitOutcome]], initial: scan.ScanState) -> _Walk:
+    walk = _Walk(initial, {}, [], {})
+    state, exact = initial, True
     for s in summaries:
         unit = s["unit"]
         if exact:
@@ -400,12 +400,20 @@ class Ingress:
     bad_rows: int
     cti_steps: DataFrame | None  # (_sq_arrival, _sq_start=CTI) for inputs that import these CTIs
     persisted: list[DataFrame]
+    #: the scan state after the last row (a streaming run starts the next micro-batch from it)
+    state: scan.ScanState = scan.ScanState()
 
 
 def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: bool,
-                imported_arrival: bool) -> Ingress:
+                imported_arrival: bool, initial: scan.ScanState = scan.ScanState(),
+                match_edges: bool = True) -> Ingress:
     """Scans one input. ``imported`` is the ingress of the input whose CTIs this one imports;
-    when both have arrival columns (``imported_arrival``) its CTI steps join the arrival order."""
+    when both have arrival columns (``imported_arrival``) its CTI steps join the arrival order.
+
+    A streaming run scans each micro-batch from the state the previous one ended in
+    (``initial``) and matches the end edges of an EDGE input itself, with the start edges it
+    carries (``match_edges=False``: ``events`` are then the scanned edge rows, with the scan's
+    ``_sq_action``/``_sq_moved_to``, and the counts are the matching's to make)."""
     cti_rows = imported.cti_steps if imported is not None and imported_arrival else None
     prepared = prepare(b, cti_rows)
     settings = scan_settings(b.advance_time)
@@ -428,7 +436,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         # from exactly this state, passes it on exactly; the first other unit is simulated next,
         # and so, speculatively, is every later one, from a guessed state (its outcome counts only
         # if a later walk reaches it with that very state).
-        walk = _walk(summaries, settings, simulations, latest)
+        walk = _walk(summaries, settings, simulations, latest, initial)
         if not walk.pending:
             break
         if cached_compact is None:
@@ -478,6 +486,11 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     if want_steps:
         steps = _cti_steps(prepared, _compact(prepared, b, cti_rows is not None, with_seq=True), states, settings)
     payload = [f.name for f in b.node.schema.fields]
+    if b.node.shape is Shape.EDGE and not match_edges:
+        return Ingress(
+            events=events.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *payload),
+            final_cti=None if final == scan.NONE else final, finite_cti=finite, dropped=0, adjusted=0,
+            bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final))
     if b.node.shape is Shape.EDGE:
         # the scan's counts include end edges that turn out unmatched: the matching counts instead
         matched = match_end_edges(events, payload, forever=final == INFINITY_MICROS)
@@ -493,7 +506,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         return Ingress(
             events=matched.events, final_cti=None if final == scan.NONE else final, finite_cti=finite,
             dropped=matched.dropped, adjusted=matched.adjusted, bad_rows=bad_rows + matched.unmatched,
-            cti_steps=steps, persisted=persisted,
+            cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final),
         )
     events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
     events = events.withColumn(START, F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO))
@@ -502,7 +515,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         events=events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *payload),
         final_cti=None if final == scan.NONE else final, finite_cti=finite,
         dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
-        cti_steps=steps, persisted=persisted,
+        cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final),
     )
 
 

@@ -15,13 +15,14 @@ from streamql.time import to_micros
 
 
 def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Sequence[Any], *,
-          partitions: int = 3, arrival: bool = False, seed: int = 0) -> DataFrame:
+          partitions: int = 3, arrival: bool = False, seed: int = 0, first_arrival: int = 0) -> DataFrame:
     """A DataFrame with ``start``/``end`` (integer microseconds), ``kind``, ``arrival`` and the payload
     columns, in arrival order across ``partitions`` partitions — or, with ``arrival=True``, with an
     ``arrival`` column and rows shuffled so that only that column gives the order.
 
     For ``Shape.EDGE`` items (``sq.StartEdge``, ``sq.EndEdge``, ``sq.Cti``) an ``edge`` column follows
-    the payload: ``"START"`` (with a null ``end``) or ``"END"``, null on CTI rows."""
+    the payload: ``"START"`` (with a null ``end``) or ``"END"``, null on CTI rows. ``first_arrival``:
+    the arrival value of the first item (a micro-batch continues its stream's clock)."""
     schema = schema_of(payload)
     edges = shape is sq.Shape.EDGE
     fields = [T.StructField("start", T.LongType()), T.StructField("end", T.LongType()),
@@ -30,7 +31,7 @@ def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Seque
     if edges:
         fields.append(T.StructField("edge", T.StringType()))
     rows: list[tuple[Any, ...]] = []
-    for position, item in enumerate(items):
+    for position, item in enumerate(items, start=first_arrival):
         if isinstance(item, sq.Cti):
             row = (to_micros(item.time), None, "CTI", position) + (None,) * len(schema.fields)
             rows.append(row + (None,) if edges else row)

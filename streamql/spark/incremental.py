@@ -1,0 +1,442 @@
+"""Incremental evaluation: one micro-batch of a streaming run (DESIGN §6, docs/streaming.md).
+
+A streaming run is a sequence of steps. Each step takes what the previous one carried — per
+input the arrival-scan state (current CTI, event count, greatest start, ``every=`` baseline),
+the accepted events still needed and, for an EDGE input, the start edges still open; per output
+shape the released events that a later step could compute again — plus the micro-batch's new
+rows, and:
+
+1. scans the new rows from the carried scan state (CTI generation continues exactly);
+2. evaluates the compiled plan over the carried events and the newly accepted ones, with the
+   inputs' current CTIs;
+3. releases what the release rule releases now, minus what was released before;
+4. computes the output floor (below it every output event was released and stays so) and from
+   it the inputs' retention floors (``streamql.spark.retention``), and carries forward only the
+   events at or after them — so the state is bounded by the CTIs, not by the stream's length.
+
+A step is a function of the carried state and the new rows, so a step repeated after a crash
+releases the same events: the runner (``streamql.running``) writes each step's releases and
+carried state under the micro-batch's id, and a repeated step finds them there.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Mapping
+
+import attrs
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from streamql.events import Shape
+from streamql.query.nodes import Node, inputs_of
+from streamql.spark import arrival_scan as scan
+from streamql.spark.columns import ACTION, CLOSED, END, HEAD, KIND, MOVED_TO, SEQ, START
+from streamql.spark.edge_matching import decide
+from streamql.spark.ingress import Binding, Ingress
+from streamql.spark.operators import Flow, compile_node
+from streamql.spark.release import release
+from streamql.spark.retention import Floor, floors
+from streamql.time import INFINITY_MICROS
+
+#: the micro-batch a carried edge row arrived in (arrival order is (batch, seq))
+BATCH = "_sq_batch"
+
+
+@attrs.frozen
+class InputState:
+    """What a run carries of one input besides its events."""
+
+    scan: scan.ScanState = scan.ScanState()
+    finite_cti: int | None = None
+    floor: Floor = None
+    #: a static (non-streaming) input is read whole in the run's first step
+    fed: bool = False
+
+    @property
+    def cti(self) -> int | None:
+        return None if self.scan.cti == scan.NONE else self.scan.cti
+
+
+@attrs.frozen
+class RunState:
+    """What a run carries besides DataFrames, after the step of micro-batch ``batch``."""
+
+    batch: int = -1
+    inputs: Mapping[str, InputState] = attrs.field(factory=dict)
+    #: every output event ending before it was released (``None``: no such time yet)
+    out_floor: Floor = None
+    #: released events starting before it cannot be computed again: they leave the released sets
+    keep_floor: Floor = None
+    out_cti: int | None = None
+    dropped: int = 0
+    adjusted: int = 0
+    bad_rows: int = 0
+    released: int = 0
+    #: a final INFINITY CTI was applied: the output is complete
+    flushed: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps({**attrs.asdict(self, recurse=False),
+                           "inputs": {name: {**attrs.asdict(i, recurse=False), "scan": attrs.asdict(i.scan)}
+                                      for name, i in self.inputs.items()}})
+
+    @staticmethod
+    def from_json(text: str) -> RunState:
+        raw = json.loads(text)
+        inputs = {name: InputState(**{**i, "scan": scan.ScanState(**i["scan"])}) for name, i in raw["inputs"].items()}
+        return RunState(**{**raw, "inputs": inputs})
+
+
+@attrs.frozen
+class Carried:
+    """A run's state with its DataFrames: per input the events kept (``events``, flow columns)
+    and the start edges still pending (``pending``, EDGE inputs), per output shape the released
+    events a later step could compute again (``released``, keyed by the shape's name)."""
+
+    state: RunState
+    events: Mapping[str, DataFrame] = attrs.field(eq=False)
+    pending: Mapping[str, DataFrame] = attrs.field(eq=False)
+    released: Mapping[str, DataFrame] = attrs.field(eq=False)
+
+    def frames(self) -> dict[str, DataFrame]:
+        """Every DataFrame under a path-like name (how ``StateStore`` lays them out)."""
+        return {**{f"events/{n}": df for n, df in self.events.items()},
+                **{f"pending/{n}": df for n, df in self.pending.items()},
+                **{f"released/{n}": df for n, df in self.released.items()}}
+
+    def rows(self) -> int:
+        return sum(df.count() for df in self.frames().values())
+
+
+@attrs.frozen
+class Plan:
+    """A query ready to run incrementally: its bindings (sources are the streaming or static
+    DataFrames it reads) and the output shapes it releases (one released set each)."""
+
+    query: Node
+    bindings: Mapping[str, Binding] = attrs.field(eq=False)
+    shapes: tuple[Shape, ...]
+    #: inputs bound to static DataFrames, read whole in the first step
+    static: frozenset[str] = frozenset()
+
+    @property
+    def payload(self) -> list[str]:
+        return [f.name for f in self.query.schema.fields]
+
+
+@attrs.frozen
+class Step:
+    """One step's outcome: the new carried state and, per output shape, what it releases now
+    (``released_now``; persisted, to be written before ``unpersist``)."""
+
+    carried: Carried
+    released_now: Mapping[Shape, DataFrame] = attrs.field(eq=False)
+    input_rows: Mapping[str, int]
+    persisted: list[DataFrame] = attrs.field(eq=False)
+
+    def unpersist(self) -> None:
+        for df in self.persisted:
+            df.unpersist()
+
+
+def empty_carried(spark: SparkSession, plan: Plan) -> Carried:
+    """The state before the first step: nothing kept, nothing released."""
+    return Carried(RunState(inputs={name: InputState() for name in inputs_of(plan.query)}), {}, {}, {})
+
+
+def _count(condition: Column) -> Column:
+    return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
+
+
+@attrs.frozen
+class _EdgeStep:
+    decided: DataFrame  # events whose end edge came (or was ignored): flow columns
+    still_open: DataFrame  # events whose end edge has not come: flow columns
+    pending: DataFrame  # the edge rows to carry: open start edges, dropped ones an end edge may take
+    dropped: int
+    adjusted: int
+    unmatched: int
+    first_unmatched: int
+    persisted: DataFrame
+
+
+def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], batch: int,
+                 forever: bool) -> _EdgeStep:
+    """``streamql.spark.edge_matching`` across micro-batches: the carried start edges arrived before
+    the new rows. An event is counted (dropped, moved) in the step that decides it: when its end
+    edge comes, or when a final INFINITY CTI makes it final."""
+    rows = new.withColumn(BATCH, F.lit(batch).cast("long"))
+    if carried is not None:
+        rows = carried.unionByName(rows)
+    d = decide(rows, payload, (BATCH, SEQ)).persist(StorageLevel.MEMORY_AND_DISK)
+    opened, emptied = F.col("_sq_opens"), F.col("_sq_emptied")
+    has_end = F.col("_sq_end_edge").isNotNull()
+    decided, still_open = opened & has_end, opened & ~has_end
+    moved = F.coalesce(F.col("_sq_moved"), F.lit(False))
+    final_open = still_open if forever else F.lit(False)
+    counts = d.groupBy(F.spark_partition_id()).agg(
+        (_count(F.col("_sq_dropped_start") & (F.col(BATCH) == batch))
+         + _count(decided & (F.col("_sq_ignored_end") | emptied))).alias("dropped"),
+        (_count(decided & ~emptied & moved) + _count(final_open & moved)).alias("adjusted"),
+        _count(F.col("_sq_bad_end")).alias("unmatched"),
+        F.min(F.when(F.col("_sq_bad_end"), F.col(SEQ))).alias("first_unmatched"),
+    ).collect()
+    flow = [F.col("_sq_final_start").alias(START), F.col("_sq_final_end").alias(END)]
+    decided_events = d.filter(decided & ~emptied).select(
+        *flow, (F.col("_sq_closed_by_edge") | F.lit(forever)).alias(CLOSED), F.lit(True).alias(HEAD), *payload)
+    open_events = d.filter(still_open).select(
+        F.col("_sq_final_start").alias(START), F.lit(INFINITY_MICROS).alias(END), F.lit(forever).alias(CLOSED),
+        F.lit(True).alias(HEAD), *payload)
+    # dropped start edges that no end edge took yet: as many as are left per key (any of them)
+    key = _key_window(payload)
+    left = (F.sum(F.col("_sq_dropped_start").cast("long")).over(key)
+            - (F.max("_sq_unmatched").over(key) - F.sum(F.col("_sq_bad_end").cast("long")).over(key)))
+    rank = F.row_number().over(_key_window(payload, "_sq_dropped_start").orderBy(F.col(BATCH).desc(),
+                                                                                F.col(SEQ).desc()))
+    columns = [KIND, SEQ, START, END, ACTION, MOVED_TO, *payload, BATCH]
+    pending = d.filter(still_open | (F.col("_sq_dropped_start") & (rank <= left))).select(*columns)
+    unmatched = [r["first_unmatched"] for r in counts if r["first_unmatched"] is not None]
+    return _EdgeStep(decided_events, open_events, pending, sum(r["dropped"] for r in counts),
+                     sum(r["adjusted"] for r in counts), sum(r["unmatched"] for r in counts),
+                     min(unmatched, default=-1), d)
+
+
+def _key_window(payload: list[str], *more: str) -> Any:
+    from pyspark.sql import Window
+
+    return Window.partitionBy(START, *payload, *more)
+
+
+def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
+         final: bool = False) -> Step:
+    """Runs micro-batch ``batch`` (its rows per input in ``new``; an input missing from it had no
+    rows) from ``carried``. ``final``: the run stops here, and inputs with ``flush=True`` get their
+    final INFINITY CTI."""
+    from streamql.binder import Binder  # the binder's scan order and ingress, on the new rows
+
+    state = carried.state
+    read = inputs_of(plan.query)
+    sources: dict[str, Binding] = {}
+    input_rows: dict[str, int] = {}
+    for name in read:
+        b = plan.bindings[name]
+        rows = new.get(name)
+        if name in plan.static and not state.inputs[name].fed:
+            rows = b.source
+        if rows is None:
+            rows = spark.createDataFrame([], b.source.schema)
+        sources[name] = attrs.evolve(b, source=rows)
+    binder = Binder(spark, sources)
+    ingresses: dict[str, Ingress] = {}
+    persisted: list[DataFrame] = []
+    for name in binder._scan_order(set(read)):
+        ingresses[name] = binder._scan(name, ingresses, read, initial=state.inputs[name].scan, match_edges=False,
+                                       final=final)
+        persisted += ingresses[name].persisted
+    flows: dict[str, Flow] = {}
+    accepted: dict[str, DataFrame] = {}
+    pending: dict[str, DataFrame] = {}
+    inputs: dict[str, InputState] = {}
+    dropped = adjusted = bad_rows = 0
+    for name, node in read.items():
+        ingress, before = ingresses[name], state.inputs[name]
+        finite = max((c for c in (before.finite_cti, ingress.finite_cti) if c is not None), default=None)
+        cti = ingress.final_cti
+        forever = cti == INFINITY_MICROS
+        fresh = ingress.events
+        still_open: DataFrame | None = None
+        bad_rows += ingress.bad_rows
+        if node.shape is Shape.EDGE:
+            matched = _match_edges(carried.pending.get(name), fresh, [f.name for f in node.schema.fields], batch,
+                                   forever)
+            persisted.append(matched.persisted)
+            if matched.unmatched and plan.bindings[name].bad_rows == "error":
+                from streamql.errors import BadInputError
+
+                raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
+                                    "has no open start edge with its start and payload; bind with bad_rows='drop' "
+                                    "to drop and count such rows")
+            bad_rows += matched.unmatched
+            dropped += matched.dropped
+            adjusted += matched.adjusted
+            fresh, still_open = matched.decided, matched.still_open
+            pending[name] = matched.pending
+        else:
+            dropped += ingress.dropped
+            adjusted += ingress.adjusted
+        kept = carried.events.get(name)
+        if kept is not None:
+            if forever:  # nothing can end an open event any more
+                kept = kept.withColumn(CLOSED, F.lit(True))
+            fresh = kept.unionByName(fresh)
+        accepted[name] = fresh
+        events = fresh if still_open is None else fresh.unionByName(still_open)
+        flows[name] = Flow(events, cti, finite)
+        inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite,
+                                    fed=before.fed or name in plan.static)
+        input_rows[name] = sources[name].source.count() if name in new or name in plan.static else 0
+    output = compile_node(plan.query, flows)
+    out = output.frame.persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(out)
+    # what ends before the previous output floor may be wrong (its inputs are gone) and was released
+    candidates = out if state.out_floor is None else out.filter(F.col(END) >= F.lit(state.out_floor))
+    released_now: dict[Shape, DataFrame] = {}
+    released_sets: dict[str, DataFrame] = {}
+    for shape in plan.shapes:
+        releasable = release(candidates, output.cti, shape, plan.payload)
+        before_set = carried.released.get(shape.name)
+        fresh_release = releasable if before_set is None else releasable.exceptAll(before_set)
+        fresh_release = fresh_release.persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(fresh_release)
+        released_now[shape] = fresh_release
+        released_sets[shape.name] = fresh_release if before_set is None else before_set.unionByName(fresh_release)
+    out_floor = state.out_floor
+    if output.cti is not None:
+        unstable = candidates.filter(~(F.col(CLOSED) & F.col(HEAD))).agg(F.min(START)).first()
+        least = output.cti if unstable is None or unstable[0] is None else min(output.cti, int(unstable[0]))
+        out_floor = least if out_floor is None else max(out_floor, least)
+    keep_floor = state.keep_floor
+    if out_floor is not None:
+        reaching = candidates.filter(F.col(END) >= F.lit(out_floor)).agg(F.min(START)).first()
+        least = out_floor if reaching is None or reaching[0] is None else min(out_floor, int(reaching[0]))
+        keep_floor = least if keep_floor is None else max(keep_floor, least)
+    retention = floors(plan.query, out_floor, flows)
+    for name in read:
+        floor = retention.get(name)
+        inputs[name] = attrs.evolve(inputs[name], floor=floor)
+        if floor is not None:
+            accepted[name] = accepted[name].filter(F.col(END) >= F.lit(floor))
+    if keep_floor is not None:
+        released_sets = {n: df.filter(F.col(START) >= F.lit(keep_floor)) for n, df in released_sets.items()}
+    count = sum(df.count() for df in released_now.values()) if plan.shapes else 0
+    first_count = released_now[plan.shapes[0]].count() if plan.shapes else count
+    new_state = RunState(
+        batch=batch, inputs=inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,
+        dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
+        released=state.released + first_count, flushed=state.flushed or output.cti == INFINITY_MICROS)
+    return Step(Carried(new_state, accepted, pending, released_sets), released_now, input_rows, persisted)
+
+
+# --- persistence ----------------------------------------------------------------------------------
+
+class StateStore:
+    """Carried states under ``root``, one directory per micro-batch (``state-<batch>``), each
+    written under a temporary name and renamed when complete: a directory that exists is whole.
+    Files go through Hadoop's FileSystem, so the checkpoint may live on HDFS or an object store
+    as well as on a local disk."""
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        self._spark = spark
+        self.root = root.rstrip("/")
+
+    # --- Hadoop FileSystem helpers ----------------------------------------------------------
+    def _jvm(self) -> Any:
+        jvm = self._spark._jvm
+        assert jvm is not None
+        return jvm
+
+    def _path(self, path: str) -> Any:
+        return self._jvm().org.apache.hadoop.fs.Path(path)
+
+    def _fs(self, path: str) -> Any:
+        return self._path(path).getFileSystem(self._spark._jsc.hadoopConfiguration())
+
+    def exists(self, path: str) -> bool:
+        return bool(self._fs(path).exists(self._path(path)))
+
+    def delete(self, path: str) -> None:
+        self._fs(path).delete(self._path(path), True)
+
+    def rename(self, source: str, target: str) -> bool:
+        fs = self._fs(target)
+        fs.mkdirs(self._path(target).getParent())
+        return bool(fs.rename(self._path(source), self._path(target)))
+
+    def write_text(self, path: str, text: str) -> None:
+        out = self._fs(path).create(self._path(path), True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+    def read_text(self, path: str) -> str:
+        stream = self._fs(path).open(self._path(path))
+        try:
+            return str(self._jvm().org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
+    def children(self, path: str) -> list[str]:
+        if not self.exists(path):
+            return []
+        return [str(s.getPath().getName()) for s in self._fs(path).listStatus(self._path(path))]
+
+    def publish(self, df: DataFrame, target: str, format: str, options: Mapping[str, str] | None = None) -> bool:
+        """Writes ``df`` to ``target`` whole or not at all: into a temporary directory beside it,
+        renamed when complete. A ``target`` that exists already (a repeated micro-batch) is kept
+        as it is; returns whether this call wrote it."""
+        if self.exists(target):
+            return False
+        parent, name = target.rsplit("/", 1)
+        temporary = f"{parent}/_tmp-{name}-{uuid.uuid4().hex}"
+        writer = df.write.format(format).mode("overwrite")
+        for key, value in (options or {}).items():
+            writer = writer.option(key, value)
+        writer.save(temporary)
+        if not self.rename(temporary, target):
+            self.delete(temporary)
+            return False
+        return True
+
+    # --- states ---------------------------------------------------------------------------------
+    def _state_dir(self, batch: int) -> str:
+        return f"{self.root}/state-{batch:012d}"
+
+    def committed(self) -> list[int]:
+        return sorted(int(name[len("state-"):]) for name in self.children(self.root) if name.startswith("state-"))
+
+    def has(self, batch: int) -> bool:
+        return self.exists(self._state_dir(batch))
+
+    def load(self, batch: int) -> Carried:
+        directory = self._state_dir(batch)
+        meta = json.loads(self.read_text(f"{directory}/meta.json"))
+        state = RunState.from_json(json.dumps(meta["state"]))
+        frames: dict[str, dict[str, DataFrame]] = {"events": {}, "pending": {}, "released": {}}
+        for key, schema in meta["frames"].items():
+            kind, name = key.split("/", 1)
+            frames[kind][name] = self._spark.read.schema(T.StructType.fromJson(schema)).parquet(f"{directory}/{key}")
+        return Carried(state, frames["events"], frames["pending"], frames["released"])
+
+    def commit(self, carried: Carried) -> Carried:
+        """Writes ``carried`` as the state after its micro-batch and returns it read back from the
+        files (so the next step's plan starts from them, not from the whole lineage)."""
+        batch = carried.state.batch
+        target = self._state_dir(batch)
+        if not self.exists(target):
+            temporary = f"{self.root}/_tmp-state-{batch:012d}-{uuid.uuid4().hex}"
+            frames = carried.frames()
+            for key, df in frames.items():
+                df.write.mode("overwrite").parquet(f"{temporary}/{key}")
+            meta = {"state": json.loads(carried.state.to_json()),
+                    "frames": {key: json.loads(df.schema.json()) for key, df in frames.items()}}
+            self.write_text(f"{temporary}/meta.json", json.dumps(meta))
+            if not self.rename(temporary, target):
+                self.delete(temporary)
+        # older states are not needed once a later one is whole; the one before stays for a
+        # micro-batch that Spark runs again
+        for older in self.committed():
+            if older < batch - 1:
+                self.delete(self._state_dir(older))
+        return self.load(batch)
+
+    def latest(self, before: int | None = None) -> int | None:
+        """The last committed micro-batch (before ``before``), or None."""
+        batches = [b for b in self.committed() if before is None or b < before]
+        return batches[-1] if batches else None
+
+
+__all__ = ["BATCH", "Carried", "InputState", "Plan", "RunState", "StateStore", "Step", "empty_carried", "step"]

@@ -1,7 +1,7 @@
 """The user-facing ``Binder``: binds inputs to DataFrames, runs queries on Spark, returns results."""
 from __future__ import annotations
 
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import attrs
 from pyspark.sql import DataFrame, SparkSession
@@ -22,6 +22,9 @@ from streamql.spark.operators import Flow, compile_node
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release
 from streamql.spark.schema import collectable, payload_from_row
 from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
+
+if TYPE_CHECKING:
+    from streamql.running import RunningQuery
 
 T = TypeVar("T")
 
@@ -90,9 +93,6 @@ class Binder:
                                f"not a derived query ({stream!r})")
         if not isinstance(source, DataFrame):
             raise BindingError(f"input {stream.node.name!r}: bind needs a Spark DataFrame, got {type(source).__name__}")
-        if source.isStreaming:
-            raise BindingError(f"input {stream.node.name!r}: streaming DataFrames run with Binder.start, "
-                               "which is not available in this version")
         if bad_rows not in ("error", "drop"):
             raise BindingError(f"bad_rows must be 'error' or 'drop', got {bad_rows!r}")
         if advance_time is not None and not isinstance(advance_time, AdvanceTimeSettings):
@@ -110,6 +110,9 @@ class Binder:
         if missing:
             raise BindingError(f"the query reads inputs that are not bound: {', '.join(missing)}")
         for name, node in read.items():
+            if self._bindings[name].source.isStreaming:
+                raise BindingError(f"input {name!r} is bound to a streaming DataFrame: run the query with "
+                                   "Binder.start(q, sink=..., checkpoint=...)")
             if self._bindings[name].node != node:
                 bound = self._bindings[name].node
                 raise BindingError(f"input {name!r} is bound as {bound.schema.name}/{bound.shape.name} but the query "
@@ -170,6 +173,26 @@ class Binder:
             for other in self._bindings.values())
         flush = final and settings is not None and settings.generation is not None and settings.generation.flush
         return run_ingress(b, imported, flush, want_steps, imported_arrival, initial, match_edges)
+
+    def start(self, q: Stream[T], *, sink: str, checkpoint: str, format: str = "parquet",
+              name: str | None = None, output: Shape = Shape.INTERVAL, trigger: str | None = None,
+              feed: bool = True) -> RunningQuery[T]:
+        """Runs ``q`` on Structured Streaming over the streaming DataFrames bound to its inputs
+        (static ones are read whole in the first micro-batch) and returns the running query.
+
+        Each micro-batch writes what it releases as ``output`` to ``<sink>/micro_batch=<id>`` in
+        ``format``; ``checkpoint`` holds Spark's progress and the carried state, so a query started
+        again with the same checkpoint continues where it stopped. ``trigger``: a processing-time
+        interval such as ``"10 seconds"`` (default: as fast as data comes). ``feed=False`` skips
+        writing the EDGE output that ``RunningQuery.as_stream`` reads. Inputs that ``as_stream``
+        returned are bound by themselves.
+
+        >>> running = binding.start(averages, sink="/data/out", checkpoint="/data/ck")  # doctest: +SKIP
+        """
+        from streamql.running import start
+
+        return start(self._spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
+                     output=output, trigger=trigger, feed=feed)
 
     def to_dataframe(self, q: Stream[T]) -> DataFrame:
         """The released events as a DataFrame: ``start``, ``end`` (UTC timestamps, ``9999-12-31

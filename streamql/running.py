@@ -151,14 +151,14 @@ class _Runner:
         try:
             payload = self.plan.payload
             released = outcome.released_now[self.output]
-            count = released.count()
+            count = outcome.released_counts[self.output]
             if count:
                 self.store.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
                                    self.format, _writer_options(self.format))
             if self.feed is not None:
                 edges = outcome.released_now[Shape.EDGE]
                 cti = outcome.carried.state.out_cti
-                if cti != carried.state.out_cti or edges.count():
+                if cti != carried.state.out_cti or outcome.released_counts[Shape.EDGE]:
                     self.store.publish(feed_columns(edges, cti, payload, batch, self.spark),
                                        f"{self.feed}/{MICRO_BATCH}={batch}", "parquet")
             committed = self.store.commit(outcome.carried)

@@ -134,6 +134,7 @@ class Step:
 
     carried: Carried
     released_now: Mapping[Shape, DataFrame] = attrs.field(eq=False)
+    released_counts: Mapping[Shape, int]
     input_rows: Mapping[str, int]
     persisted: list[DataFrame] = attrs.field(eq=False)
 
@@ -277,7 +278,7 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         flows[name] = Flow(events, cti, finite)
         inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite,
                                     fed=before.fed or name in plan.static)
-        input_rows[name] = sources[name].source.count() if name in new or name in plan.static else 0
+        input_rows[name] = ingress.rows
     output = compile_node(plan.query, flows)
     out = output.frame.persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(out)
@@ -293,16 +294,20 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         persisted.append(fresh_release)
         released_now[shape] = fresh_release
         released_sets[shape.name] = fresh_release if before_set is None else before_set.unionByName(fresh_release)
+    # one pass for both floors: the least start of an event not yet stable, and of any event that a
+    # later step computes again (``keep_floor`` from the previous output floor: a little lower than
+    # the new one would give, never too high)
+    least = candidates.agg(F.min(F.when(~(F.col(CLOSED) & F.col(HEAD)), F.col(START))),
+                           F.min(START)).first()
+    unstable, reaching = (None, None) if least is None else (least[0], least[1])
     out_floor = state.out_floor
     if output.cti is not None:
-        unstable = candidates.filter(~(F.col(CLOSED) & F.col(HEAD))).agg(F.min(START)).first()
-        least = output.cti if unstable is None or unstable[0] is None else min(output.cti, int(unstable[0]))
-        out_floor = least if out_floor is None else max(out_floor, least)
+        lowest = output.cti if unstable is None else min(output.cti, int(unstable))
+        out_floor = lowest if out_floor is None else max(out_floor, lowest)
     keep_floor = state.keep_floor
     if out_floor is not None:
-        reaching = candidates.filter(F.col(END) >= F.lit(out_floor)).agg(F.min(START)).first()
-        least = out_floor if reaching is None or reaching[0] is None else min(out_floor, int(reaching[0]))
-        keep_floor = least if keep_floor is None else max(keep_floor, least)
+        lowest = out_floor if reaching is None else min(out_floor, int(reaching))
+        keep_floor = lowest if keep_floor is None else max(keep_floor, lowest)
     retention = floors(plan.query, out_floor, flows)
     for name in read:
         floor = retention.get(name)
@@ -311,13 +316,12 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
             accepted[name] = accepted[name].filter(F.col(END) >= F.lit(floor))
     if keep_floor is not None:
         released_sets = {n: df.filter(F.col(START) >= F.lit(keep_floor)) for n, df in released_sets.items()}
-    count = sum(df.count() for df in released_now.values()) if plan.shapes else 0
-    first_count = released_now[plan.shapes[0]].count() if plan.shapes else count
+    counts = {shape: df.count() for shape, df in released_now.items()}
     new_state = RunState(
         batch=batch, inputs=inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,
         dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
-        released=state.released + first_count, flushed=state.flushed or output.cti == INFINITY_MICROS)
-    return Step(Carried(new_state, accepted, pending, released_sets), released_now, input_rows, persisted)
+        released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0), flushed=state.flushed or output.cti == INFINITY_MICROS)
+    return Step(Carried(new_state, accepted, pending, released_sets), released_now, counts, input_rows, persisted)
 
 
 # --- persistence ----------------------------------------------------------------------------------

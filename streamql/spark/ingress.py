@@ -402,6 +402,7 @@ class Ingress:
     persisted: list[DataFrame]
     #: the scan state after the last row (a streaming run starts the next micro-batch from it)
     state: scan.ScanState = scan.ScanState()
+    rows: int = 0  # the input's rows (events, edges, CTI rows and bad rows)
 
 
 def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: bool,
@@ -423,6 +424,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         (row.asDict() for row in compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
         key=lambda r: r["unit"])
     bad_rows = sum(s["bad_rows"] for s in summaries)
+    rows = sum(s["rows"] for s in summaries)
     if bad_rows and b.bad_rows == "error":
         first = min(s["first_bad"] for s in summaries if s["first_bad"] >= 0)
         bad = prepared.filter(F.col(SEQ) == first).select(BAD).first()
@@ -490,7 +492,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         return Ingress(
             events=events.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *payload),
             final_cti=None if final == scan.NONE else final, finite_cti=finite, dropped=0, adjusted=0,
-            bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final))
+            bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows)
     if b.node.shape is Shape.EDGE:
         # the scan's counts include end edges that turn out unmatched: the matching counts instead
         matched = match_end_edges(events, payload, forever=final == INFINITY_MICROS)
@@ -506,7 +508,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         return Ingress(
             events=matched.events, final_cti=None if final == scan.NONE else final, finite_cti=finite,
             dropped=matched.dropped, adjusted=matched.adjusted, bad_rows=bad_rows + matched.unmatched,
-            cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final),
+            cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows,
         )
     events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
     events = events.withColumn(START, F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO))
@@ -515,7 +517,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         events=events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *payload),
         final_cti=None if final == scan.NONE else final, finite_cti=finite,
         dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
-        cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final),
+        cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows,
     )
 
 

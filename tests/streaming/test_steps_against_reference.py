@@ -1,0 +1,152 @@
+"""Batch equals streaming: a query run in micro-batches by the incremental step has released,
+after every micro-batch, exactly what the reference releases over the input so far — and after
+the final (flushing) step what it releases over the whole input. Random inputs, queries and split
+points (hypothesis); every operator family; INTERVAL, POINT and EDGE output."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+
+import streamql as sq
+from support.incremental import StreamInput, expected_after, run_in_steps
+from support.streams import P, advance_settings, build, crowded_inputs, inputs, payloads, pipelines, us
+
+#: every example runs several steps of a few Spark jobs each: few examples per family
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                                          HealthCheck.data_too_large])
+
+
+@dataclass(frozen=True)
+class Count:
+    k: int
+    n: int
+    total: Optional[int]
+
+
+@st.composite
+def cuts(draw: st.DrawFn, length: int) -> list[int]:
+    """Where micro-batches begin: 0, then one to three points (empty micro-batches allowed)."""
+    points = draw(st.lists(st.integers(0, max(length, 0)), min_size=1, max_size=3))
+    return [0] + sorted(points)
+
+
+@st.composite
+def flushing(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
+    """Mostly settings that generate CTIs often, so that steps release something; else any."""
+    if draw(st.integers(0, 2)) == 0:
+        return draw(advance_settings())
+    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 3)),
+                                                           delay=us(draw(st.sampled_from([0, 3]))),
+                                                           flush=draw(st.booleans())),
+                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
+
+
+def check(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, StreamInput], at: list[int],
+          output: sq.Shape, arrival: bool = False) -> None:
+    note(f"query tree: {q.node!r}")
+    released, _ = run_in_steps(spark, q, sides, at, output, arrival=arrival)
+    full = max(len(s.items) for s in sides.values())
+    expected = expected_after(q, sides, full, True, output)
+    event(f"released {'some' if expected else 'none'}")
+    assert released == expected
+
+
+@settings(SETTINGS, max_examples=8)
+@given(data=st.data())
+def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(inputs(shape, open_ends=True), label="items")
+    source = sq.input("in", P, shape)
+    q = build(source, data.draw(pipelines(), label="pipeline"))
+    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
+    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
+          data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+
+
+def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
+    kind = draw(st.sampled_from(["snapshot", "grouped snapshot", "hopping", "tumbling", "count", "group_apply"]))
+    grouped = q.group_by(lambda e: e.k % 3)
+
+    def counts(w: sq.GroupWindow[int, P]) -> Count:
+        return Count(w.key, w.count(), w.sum(lambda e: e.o))
+
+    if kind == "snapshot":
+        return q.snapshot_window().select(lambda w: Count(0, w.count(), w.max(lambda e: e.v)))
+    if kind == "grouped snapshot":
+        return grouped.snapshot_window().select(counts)
+    if kind == "hopping":
+        return grouped.hopping_window(us(draw(st.integers(1, 30))), us(draw(st.integers(1, 30)))).select(counts)
+    if kind == "tumbling":
+        return q.tumbling_window(us(draw(st.integers(1, 30)))).select(lambda w: Count(1, w.count(), w.sum(lambda e: e.v)))
+    if kind == "count":
+        return grouped.count_window(draw(st.integers(1, 3))).select(counts)
+    inner = us(draw(st.integers(1, 20)))
+    return q.group_apply(lambda e: e.k % 2, lambda s: s.alter_duration(inner).snapshot_window().select(
+        lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
+
+
+@settings(SETTINGS, max_examples=8)
+@given(data=st.data())
+def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(inputs(shape, open_ends=True), label="items")
+    source = sq.input("in", P, shape)
+    q = windowed(data.draw, build(source, data.draw(pipelines(), label="pipeline")))
+    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
+    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
+          data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+
+
+ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
+
+
+@settings(SETTINGS, max_examples=8)
+@given(data=st.data())
+def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
+    left, right = sq.input("left", P, lshape), sq.input("right", P, sq.Shape.INTERVAL)
+    litems = data.draw(inputs(lshape, open_ends=True, min_items=3), label="left items")
+    ritems = data.draw(inputs(sq.Shape.INTERVAL, open_ends=True, min_items=3), label="right items")
+    op = data.draw(st.sampled_from(["join", "anti_join", "clip", "union"]), label="operator")
+    on = ONS[data.draw(st.integers(0, len(ONS) - 1), label="on")]
+    lq = build(left, data.draw(pipelines(), label="left pipeline"))
+    if op == "join":
+        q = lq.join(right, on, lambda l, r: P(l.k, r.v, l.s, r.o))
+    elif op == "anti_join":
+        q = lq.anti_join(right, on)
+    elif op == "clip":
+        q = lq.clip(right, on or (lambda l, r: l.v >= 0))
+    else:
+        q = lq.union(right.where(lambda e: e.v > 1))
+    lset, rset = data.draw(flushing(), label="left settings"), data.draw(flushing(), label="right settings")
+    arrival = data.draw(st.integers(0, 3), label="import") == 0
+    if arrival:
+        # the right input takes the left one's CTIs too: with arrival columns both share one clock
+        rset = sq.AdvanceTimeSettings(None if rset is None else rset.generation, sq.AdvanceTimeImport("left"),
+                                      sq.AdvanceTimePolicy.DROP if rset is None else rset.policy)
+    sides = {"left": StreamInput(left, P, lshape, litems, lset), "right": StreamInput(right, P, sq.Shape.INTERVAL,
+                                                                                        ritems, rset)}
+    check(spark, q, sides, data.draw(cuts(max(len(litems), len(ritems))), label="cuts"),
+          data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
+
+
+@settings(SETTINGS, max_examples=6)
+@given(data=st.data())
+def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(crowded_inputs(shape), label="items")
+    source = sq.input("in", P, shape)
+    op = data.draw(st.sampled_from(["keep_last", "time_batch", "length_batch"]), label="operator")
+    if op == "keep_last":
+        q = source.keep_last(data.draw(st.integers(1, 3), label="n"))
+    elif op == "time_batch":
+        q = source.time_batch(us(data.draw(st.integers(1, 10), label="size")))
+    else:
+        q = source.length_batch(data.draw(st.integers(1, 3), label="n"))
+    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
+    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
+          data.draw(st.sampled_from(list(sq.Shape)), label="output"))

@@ -1,0 +1,106 @@
+"""Runs a query in micro-batches with the incremental step (as a streaming run does) and compares
+what it has released after every micro-batch with the reference evaluator over the input so far."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import attrs
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import streamql as sq
+from streamql.payload import sort_key
+from streamql.spark.incremental import Carried, Plan, StateStore, empty_carried, step
+from streamql.spark.release import EDGE_KIND, EDGE_TIME
+from streamql.spark.schema import collectable, payload_from_row
+from streamql.spark.columns import END, START
+from streamql.time import from_micros
+from support.frames import bind, frame
+
+
+@attrs.frozen
+class StreamInput:
+    """One input of a run: its declaration, items in arrival order and advance-time settings."""
+
+    stream: sq.Stream[Any]
+    payload: type[Any]
+    shape: sq.Shape
+    items: Sequence[Any]
+    settings: sq.AdvanceTimeSettings | None
+
+
+def released_values(df: DataFrame, q: sq.Stream[Any], output: sq.Shape) -> list[Any]:
+    """Released rows of a step as ``sq.Event``s (``sq.Edge``s for EDGE output)."""
+    schema = q.node.schema
+    payload = [collectable(F.col(f.name), f.type).alias(f.name) for f in schema.fields]
+    n = len(schema.fields)
+    if output is sq.Shape.EDGE:
+        return [sq.Edge(sq.EdgeKind(r[0]), from_micros(r[1]), from_micros(r[2]), payload_from_row(schema, r[3:3 + n]))
+                for r in df.select(EDGE_KIND, EDGE_TIME, START, *payload).collect()]
+    return [sq.Event(from_micros(r[0]), from_micros(r[1]), payload_from_row(schema, r[2:2 + n]))
+            for r in df.select(START, END, *payload).collect()]
+
+
+def ordered(values: list[Any], q: sq.Stream[Any]) -> list[Any]:
+    schema = q.node.schema
+    if values and isinstance(values[0], sq.Edge):
+        return sorted(values, key=lambda e: (e.time, e.kind is sq.EdgeKind.START, e.start, sort_key(schema, e.payload)))
+    return sorted(values, key=lambda e: (e.start, e.end, sort_key(schema, e.payload)))
+
+
+def _without_flush(settings: sq.AdvanceTimeSettings | None) -> sq.AdvanceTimeSettings | None:
+    if settings is None or settings.generation is None:
+        return settings
+    return attrs.evolve(settings, generation=attrs.evolve(settings.generation, flush=False))
+
+
+def expected_after(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: int, final: bool,
+                   output: sq.Shape) -> list[Any]:
+    """What the reference releases over the first ``cut`` items of every input (flushing only when
+    ``final``)."""
+    result = sq.reference.run(q, {
+        name: sq.reference.ReferenceInput(i.items[:cut], i.settings if final else _without_flush(i.settings))
+        for name, i in inputs.items()}, output)
+    return ordered(result.edges if output is sq.Shape.EDGE else result.events, q)
+
+
+def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cuts: Sequence[int],
+                 output: sq.Shape, *, arrival: bool = False, store: str | None = None,
+                 check_every_step: bool = True) -> tuple[list[Any], Carried]:
+    """Runs ``q`` over micro-batches (items ``cuts[i]:cuts[i+1]`` of every input), then a final step
+    that flushes. After every step the releases so far must equal the reference's over the input so
+    far; returns everything released and the last carried state. With ``store``, every step's state
+    goes through a ``StateStore`` there (written and read back)."""
+    binder = sq.Binder(spark)
+    for name, i in inputs.items():
+        binder = bind(binder, i.stream, frame(spark, i.payload, i.shape, i.items[:1], arrival=arrival), i.shape,
+                      i.settings, arrival=arrival)
+    bindings = {name: binder._bindings[name] for name in inputs}
+    plan = Plan(q.node, bindings, (output,))
+    carried = empty_carried(spark, plan)
+    states = StateStore(spark, store) if store is not None else None
+    released: list[Any] = []
+    bounds = list(cuts)
+    total = max(len(i.items) for i in inputs.values())
+    for batch, (lo, hi) in enumerate(zip(bounds, bounds[1:] + [total])):
+        new = {}
+        for name, i in inputs.items():
+            rows = frame(spark, i.payload, i.shape, i.items[lo:hi], arrival=arrival, first_arrival=lo, seed=batch)
+            new[name] = bind(sq.Binder(spark), i.stream, rows, i.shape, i.settings,
+                             arrival=arrival)._bindings[name].source
+        outcome = step(spark, plan, carried, new, batch)
+        released += released_values(outcome.released_now[output], q, output)
+        carried = states.commit(outcome.carried) if states is not None else outcome.carried
+        if states is None:
+            # the next step reads these frames again: keep them computed
+            carried = attrs.evolve(carried, events={n: df.localCheckpoint() for n, df in carried.events.items()},
+                                   pending={n: df.localCheckpoint() for n, df in carried.pending.items()},
+                                   released={n: df.localCheckpoint() for n, df in carried.released.items()})
+        outcome.unpersist()
+        if check_every_step:
+            assert ordered(released, q) == expected_after(q, inputs, hi, False, output), f"after micro-batch {batch}"
+    final = step(spark, plan, carried, {}, len(bounds), final=True)
+    released += released_values(final.released_now[output], q, output)
+    carried = final.carried
+    final.unpersist()
+    return ordered(released, q), carried

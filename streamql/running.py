@@ -120,11 +120,13 @@ class _Runner:
 
     def _previous(self, batch: int) -> Carried:
         latest = self.store.latest(before=batch)
-        carried = empty_carried(self.spark, self.plan) if latest is None else self.store.load(latest)
-        if carried.state.flushed:
+        return empty_carried(self.spark, self.plan) if latest is None else self.store.load(latest)
+
+    def _check_not_flushed(self) -> None:
+        latest = self.store.latest()
+        if latest is not None and self.store.state(latest).flushed:
             raise BindingError(f"the checkpoint under {self.store.root} belongs to a query that was stopped with "
                                "flush: its output is complete; start with a new checkpoint")
-        return carried
 
     def _split(self, df: DataFrame) -> dict[str, DataFrame]:
         if len(self.streaming) == 1:
@@ -134,6 +136,7 @@ class _Runner:
 
     def run_batch(self, df: DataFrame, batch: int) -> None:
         with self.lock:
+            self._check_not_flushed()
             if self.store.has(batch):  # Spark runs a micro-batch again that was done before a crash
                 return
             self._run(self._previous(batch), self._split(df), batch, final=False)
@@ -141,6 +144,7 @@ class _Runner:
     def finish(self) -> None:
         """The final step when the query stops with flush: no new rows, final INFINITY CTIs."""
         with self.lock:
+            self._check_not_flushed()
             latest = self.store.latest()
             batch = 0 if latest is None else latest + 1
             self._run(self._previous(batch), {}, batch, final=True)
@@ -153,14 +157,16 @@ class _Runner:
             released = outcome.released_now[self.output]
             count = outcome.released_counts[self.output]
             if count:
+                # staged in the sink's hidden ``_staging`` directory, which batch readers skip
                 self.store.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
-                                   self.format, _writer_options(self.format))
+                                   self.format, f"{self.sink}/_staging", _writer_options(self.format))
             if self.feed is not None:
                 edges = outcome.released_now[Shape.EDGE]
                 cti = outcome.carried.state.out_cti
                 if cti != carried.state.out_cti or outcome.released_counts[Shape.EDGE]:
+                    # staged outside the feed: its readers list the directory as it grows
                     self.store.publish(feed_columns(edges, cti, payload, batch, self.spark),
-                                       f"{self.feed}/{MICRO_BATCH}={batch}", "parquet")
+                                       f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging")
             committed = self.store.commit(outcome.carried)
         finally:
             outcome.unpersist()
@@ -221,7 +227,7 @@ class RunningQuery(Generic[T]):
         latest = self._runner.store.latest()
         if latest is None:
             return Result(events=[], edges=[], dropped=0, adjusted=0, bad_rows=0, final_cti=None)
-        state = self._runner.store.load(latest).state
+        state = self._runner.store.state(latest)
         return Result(events=[], edges=[], dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows,
                       final_cti=None if state.out_cti is None else from_micros(state.out_cti))
 
@@ -281,6 +287,9 @@ def feed_binding(spark: SparkSession, node: nodes.Input) -> Binding | None:
               TT.StructField("start", TT.LongType()), TT.StructField("end", TT.LongType()),
               TT.StructField("arrival", TT.LongType())]
     fields += [TT.StructField(f.name, spark_type(f.type), True) for f in node.schema.fields]
+    # the partition column of the feed's directories, named in the schema so that it is one from the
+    # start (a feed that is empty when the reader starts would otherwise change schema later)
+    fields.append(TT.StructField(MICRO_BATCH, TT.IntegerType()))
     _ensure_directory(spark, feed.path)  # the producer may not have released anything yet
     source = spark.readStream.schema(TT.StructType(fields)).parquet(feed.path)
     return Binding(node, source, "start", "end", "edge", "kind", "arrival", None, "error")

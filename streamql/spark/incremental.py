@@ -198,7 +198,10 @@ def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], 
     rank = F.row_number().over(_key_window(payload, "_sq_dropped_start").orderBy(F.col(BATCH).desc(),
                                                                                 F.col(SEQ).desc()))
     columns = [KIND, SEQ, START, END, ACTION, MOVED_TO, *payload, BATCH]
-    pending = d.filter(still_open | (F.col("_sq_dropped_start") & (rank <= left))).select(*columns)
+    pending = (d.select(*columns, "_sq_opens", "_sq_end_edge", "_sq_dropped_start", left.alias("_sq_left"),
+                        rank.alias("_sq_rank"))
+               .filter(still_open | (F.col("_sq_dropped_start") & (F.col("_sq_rank") <= F.col("_sq_left"))))
+               .select(*columns))
     unmatched = [r["first_unmatched"] for r in counts if r["first_unmatched"] is not None]
     return _EdgeStep(decided_events, open_events, pending, sum(r["dropped"] for r in counts),
                      sum(r["adjusted"] for r in counts), sum(r["unmatched"] for r in counts),
@@ -378,14 +381,16 @@ class StateStore:
             return []
         return [str(s.getPath().getName()) for s in self._fs(path).listStatus(self._path(path))]
 
-    def publish(self, df: DataFrame, target: str, format: str, options: Mapping[str, str] | None = None) -> bool:
-        """Writes ``df`` to ``target`` whole or not at all: into a temporary directory beside it,
+    def publish(self, df: DataFrame, target: str, format: str, staging: str,
+                options: Mapping[str, str] | None = None) -> bool:
+        """Writes ``df`` to ``target`` whole or not at all: into a temporary directory under
+        ``staging`` (on the same file system, outside what readers of ``target``'s parent list),
         renamed when complete. A ``target`` that exists already (a repeated micro-batch) is kept
         as it is; returns whether this call wrote it."""
         if self.exists(target):
             return False
-        parent, name = target.rsplit("/", 1)
-        temporary = f"{parent}/_tmp-{name}-{uuid.uuid4().hex}"
+        name = target.rsplit("/", 1)[1]
+        temporary = f"{staging.rstrip('/')}/{name}-{uuid.uuid4().hex}"
         writer = df.write.format(format).mode("overwrite")
         for key, value in (options or {}).items():
             writer = writer.option(key, value)
@@ -404,6 +409,11 @@ class StateStore:
 
     def has(self, batch: int) -> bool:
         return self.exists(self._state_dir(batch))
+
+    def state(self, batch: int) -> RunState:
+        """The committed state of ``batch`` without its DataFrames."""
+        meta = json.loads(self.read_text(f"{self._state_dir(batch)}/meta.json"))
+        return RunState.from_json(json.dumps(meta["state"]))
 
     def load(self, batch: int) -> Carried:
         directory = self._state_dir(batch)

@@ -22,7 +22,7 @@ import streamql as sq
 from streamql.events import InputItem
 from streamql.time import from_micros
 from support.frames import bind, frame
-from support.streams import P, advance_settings, build, payloads, pipelines, us
+from support.streams import P, advance_settings, build, edge_items, pipelines, us
 
 UTC = timezone.utc
 INF = sq.INFINITY
@@ -409,40 +409,6 @@ def test_plan_matches_end_edges_without_gathering_or_python_per_event(spark: Spa
 
 
 # --- property: Spark == reference -------------------------------------------------------------------
-
-
-@st.composite
-def edge_items(draw: st.DrawFn) -> list[InputItem[P]]:
-    """Start edges (some duplicates of an earlier (start, payload)), end edges for open ones (with
-    ends that may be late), events that never end, end edges before their start edge or with no
-    start edge at all, and CTI rows (rarely INFINITY)."""
-    items: list[InputItem[P]] = []
-    seen: list[tuple[int, P]] = []  # every (start, payload) a start edge had
-    open_: list[tuple[int, P]] = []  # start edges that may still get their end edge
-    later: list[tuple[int, P]] = []  # keys whose end edge came first
-    for _ in range(draw(st.integers(0, 22))):
-        choice = draw(st.integers(0, 19))
-        if choice < 2:
-            items.append(sq.Cti(INF if draw(st.integers(0, 15)) == 0 else draw(st.integers(0, 120))))
-        elif choice < 10 or not open_:
-            if draw(st.booleans()) and later:
-                start, p = later.pop(0)
-            elif seen and choice == 9:
-                start, p = draw(st.sampled_from(seen))
-            else:
-                start, p = draw(st.integers(0, 100)), draw(payloads)
-            items.append(sq.StartEdge(start, p))
-            seen.append((start, p))
-            open_.append((start, p))
-        elif choice < 18:
-            start, p = open_.pop(draw(st.integers(0, len(open_) - 1)))
-            items.append(sq.EndEdge(start, start + draw(st.integers(1, 40)), p))
-        else:
-            start, p = draw(st.integers(0, 100)), draw(payloads)
-            if choice == 18:
-                later.append((start, p))  # its start edge may come later
-            items.append(sq.EndEdge(start, start + draw(st.integers(1, 40)), p))
-    return items
 
 
 @dataclass(frozen=True)

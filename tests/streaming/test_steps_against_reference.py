@@ -4,6 +4,7 @@ the final (flushing) step what it releases over the whole input. Random inputs, 
 points (hypothesis); every operator family; INTERVAL, POINT and EDGE output."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -13,9 +14,11 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.incremental import StreamInput, expected_after, run_in_steps
-from support.streams import P, advance_settings, build, crowded_inputs, inputs, payloads, pipelines, us
+from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines, us
 
-#: every example runs several steps of a few Spark jobs each: few examples per family
+#: every example runs several steps of a few Spark jobs each: few examples per family in CI
+#: (STREAMQL_EXAMPLES=n multiplies them for a deeper run)
+SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                                           HealthCheck.data_too_large])
 
@@ -55,7 +58,7 @@ def check(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, StreamInput],
     assert released == expected
 
 
-@settings(SETTINGS, max_examples=8)
+@settings(SETTINGS, max_examples=8 * SCALE)
 @given(data=st.data())
 def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -89,7 +92,7 @@ def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
 
 
-@settings(SETTINGS, max_examples=8)
+@settings(SETTINGS, max_examples=8 * SCALE)
 @given(data=st.data())
 def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -104,7 +107,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SETTINGS, max_examples=8)
+@settings(SETTINGS, max_examples=8 * SCALE)
 @given(data=st.data())
 def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
@@ -134,7 +137,7 @@ def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSes
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SETTINGS, max_examples=6)
+@settings(SETTINGS, max_examples=6 * SCALE)
 @given(data=st.data())
 def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -150,3 +153,18 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
     sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
     check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
           data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+
+
+@settings(SETTINGS, max_examples=6 * SCALE)
+@given(data=st.data())
+def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    """Start edges stay open across micro-batches until their end edges come; late end edges are
+    ignored or moved, dropped start edges take their end edges silently, unmatched ones are bad rows."""
+    items = data.draw(edge_items(), label="items")
+    source = sq.input("in", P, sq.Shape.EDGE)
+    q = build(source, data.draw(pipelines(), label="pipeline"))
+    if data.draw(st.booleans(), label="snapshot"):
+        q = q.group_by(lambda e: e.k % 2).snapshot_window().select(lambda w: P(w.key, w.count(), "x", w.max(lambda e: e.o)))
+    sides = {"in": StreamInput(source, P, sq.Shape.EDGE, items, data.draw(flushing(), label="settings"), "drop")}
+    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
+          data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=data.draw(st.booleans(), label="arrival"))

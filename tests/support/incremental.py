@@ -2,7 +2,7 @@
 what it has released after every micro-batch with the reference evaluator over the input so far."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import attrs
 from pyspark.sql import DataFrame, SparkSession
@@ -27,6 +27,7 @@ class StreamInput:
     shape: sq.Shape
     items: Sequence[Any]
     settings: sq.AdvanceTimeSettings | None
+    bad_rows: Literal["error", "drop"] = "error"
 
 
 def released_values(df: DataFrame, q: sq.Stream[Any], output: sq.Shape) -> list[Any]:
@@ -59,7 +60,8 @@ def expected_after(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: in
     """What the reference releases over the first ``cut`` items of every input (flushing only when
     ``final``)."""
     result = sq.reference.run(q, {
-        name: sq.reference.ReferenceInput(i.items[:cut], i.settings if final else _without_flush(i.settings))
+        name: sq.reference.ReferenceInput(i.items[:cut], i.settings if final else _without_flush(i.settings),
+                                          i.bad_rows)
         for name, i in inputs.items()}, output)
     return ordered(result.edges if output is sq.Shape.EDGE else result.events, q)
 
@@ -74,7 +76,7 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
     binder = sq.Binder(spark)
     for name, i in inputs.items():
         binder = bind(binder, i.stream, frame(spark, i.payload, i.shape, i.items[:1], arrival=arrival), i.shape,
-                      i.settings, arrival=arrival)
+                      i.settings, arrival=arrival, bad_rows=i.bad_rows)
     bindings = {name: binder._bindings[name] for name in inputs}
     plan = Plan(q.node, bindings, (output,))
     carried = empty_carried(spark, plan)
@@ -86,8 +88,8 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
         new = {}
         for name, i in inputs.items():
             rows = frame(spark, i.payload, i.shape, i.items[lo:hi], arrival=arrival, first_arrival=lo, seed=batch)
-            new[name] = bind(sq.Binder(spark), i.stream, rows, i.shape, i.settings,
-                             arrival=arrival)._bindings[name].source
+            new[name] = bind(sq.Binder(spark), i.stream, rows, i.shape, i.settings, arrival=arrival,
+                             bad_rows=i.bad_rows)._bindings[name].source
         outcome = step(spark, plan, carried, new, batch)
         released += released_values(outcome.released_now[output], q, output)
         carried = states.commit(outcome.carried) if states is not None else outcome.carried

@@ -160,3 +160,37 @@ def crowded_inputs(draw: st.DrawFn, shape: sq.Shape, payloads: st.SearchStrategy
         length = 1 if shape is sq.Shape.POINT else draw(st.integers(1, 6))
         items.append(sq.Insert(start, start + length, draw(payloads)))
     return items
+
+
+@st.composite
+def edge_items(draw: st.DrawFn) -> list[Any]:
+    """Start edges (some duplicates of an earlier (start, payload)), end edges for open ones (with
+    ends that may be late), events that never end, end edges before their start edge or with no
+    start edge at all, and CTI rows (rarely INFINITY)."""
+    items: list[Any] = []
+    seen: list[tuple[int, P]] = []  # every (start, payload) a start edge had
+    open_: list[tuple[int, P]] = []  # start edges that may still get their end edge
+    later: list[tuple[int, P]] = []  # keys whose end edge came first
+    for _ in range(draw(st.integers(0, 22))):
+        choice = draw(st.integers(0, 19))
+        if choice < 2:
+            items.append(sq.Cti(sq.INFINITY if draw(st.integers(0, 15)) == 0 else draw(st.integers(0, 120))))
+        elif choice < 10 or not open_:
+            if draw(st.booleans()) and later:
+                start, p = later.pop(0)
+            elif seen and choice == 9:
+                start, p = draw(st.sampled_from(seen))
+            else:
+                start, p = draw(st.integers(0, 100)), draw(payloads)
+            items.append(sq.StartEdge(start, p))
+            seen.append((start, p))
+            open_.append((start, p))
+        elif choice < 18:
+            start, p = open_.pop(draw(st.integers(0, len(open_) - 1)))
+            items.append(sq.EndEdge(start, start + draw(st.integers(1, 40)), p))
+        else:
+            start, p = draw(st.integers(0, 100)), draw(payloads)
+            if choice == 18:
+                later.append((start, p))  # its start edge may come later
+            items.append(sq.EndEdge(start, start + draw(st.integers(1, 40)), p))
+    return items

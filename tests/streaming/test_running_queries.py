@@ -1,0 +1,225 @@
+"""Queries running on Structured Streaming (Binder.start): file-directory sources, the sink's
+micro-batch partitions, stop and restart with the same checkpoint, a micro-batch that Spark runs
+again, several streaming inputs with a static one, and chains of running queries."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+import streamql as sq
+from streamql.running import MICRO_BATCH
+
+
+@dataclass(frozen=True)
+class Reading:
+    meter: str
+    consumption: float
+
+
+@dataclass(frozen=True)
+class Average:
+    meter: str
+    average: float
+
+
+SCHEMA = T.StructType([T.StructField("ts", T.TimestampType()), T.StructField("meter", T.StringType()),
+                       T.StructField("consumption", T.DoubleType())])
+EVERY_4 = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=4, flush=True))
+READINGS = sq.input("readings", Reading)
+
+
+def averages(readings: sq.Stream[Reading]) -> sq.Stream[Average]:
+    return (readings.alter_duration(timedelta(seconds=25)).group_by(lambda e: e.meter).snapshot_window()
+            .select(lambda w: Average(w.key, w.avg(lambda e: e.consumption))))
+
+
+def rows(first: int, count: int) -> list[dict[str, Any]]:
+    """Readings every 10 s from ``first``, alternating meters, a consumption that varies."""
+    return [{"ts": datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=10 * i),
+             "meter": "m1" if i % 2 else "m2", "consumption": float((i * 7) % 11)} for i in range(first, first + count)]
+
+
+def put(directory: Path, number: int, batch: Sequence[dict[str, Any]]) -> None:
+    """Writes one JSON file whole: under a hidden name (the file source skips it), then renamed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    hidden = directory / f".part-{number:04d}.json"
+    hidden.write_text("".join(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n" for r in batch))
+    os.rename(hidden, directory / f"part-{number:04d}.json")
+
+
+def static(spark: SparkSession, batch: Sequence[dict[str, Any]]) -> DataFrame:
+    return spark.createDataFrame([(r["ts"], r["meter"], r["consumption"]) for r in batch], SCHEMA).coalesce(1)
+
+
+def sink_rows(spark: SparkSession, sink: Path) -> list[tuple[Any, ...]]:
+    df = spark.read.parquet(str(sink))
+    return sorted(tuple(r) for r in df.drop(MICRO_BATCH).collect())
+
+
+def batch_rows(events: Sequence[sq.Event[Any]]) -> list[tuple[Any, ...]]:
+    def naive(t: datetime) -> datetime:  # the sink's timestamps come back in the session's zone (UTC)
+        return t.astimezone(timezone.utc).replace(tzinfo=None)
+    return sorted((naive(e.start), naive(e.end), *e.payload.__dict__.values()) for e in events)
+
+
+def test_a_file_directory_query_releases_what_the_batch_run_releases(spark: SparkSession, tmp_path: Path) -> None:
+    data = rows(0, 36)
+    source = tmp_path / "in"
+    put(source, 0, data[:10])
+    stream = spark.readStream.schema(SCHEMA).json(str(source))
+    running = sq.Binder(spark).bind(READINGS, stream, start="ts", advance_time=EVERY_4).start(
+        averages(READINGS), sink=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"))
+    running.process_all_available()
+    put(source, 1, data[10:25])
+    running.process_all_available()
+    put(source, 2, data[25:])
+    running.process_all_available()
+    running.stop()
+    expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(
+        averages(READINGS))
+    assert sink_rows(spark, tmp_path / "out") == batch_rows(expected)
+    progress = running.progress
+    # three micro-batches of files, then the final one that the flush released
+    assert [p.input_rows["readings"] for p in progress] == [10, 15, 11, 0]
+    assert sum(p.released for p in progress) == len(expected)
+    ctis = [p.input_ctis["readings"] for p in progress]
+    assert ctis == sorted(ctis) and ctis[-1] == sq.INFINITY and progress[-1].output_cti == sq.INFINITY
+    # every micro-batch that released something has its own partition in the sink
+    partitions = sorted(p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(MICRO_BATCH))
+    assert partitions == [f"{MICRO_BATCH}={p.batch}" for p in progress if p.released]
+    assert running.result().final_cti == sq.INFINITY
+
+
+def test_a_query_stopped_and_started_again_continues_where_it_stopped(spark: SparkSession, tmp_path: Path) -> None:
+    data = rows(0, 40)
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    put(source, 0, data[:13])
+    binder = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
+                                   advance_time=EVERY_4)
+    first = binder.start(averages(READINGS), sink=str(sink), checkpoint=str(checkpoint))
+    first.process_all_available()
+    first.stop(flush=False)  # a pause: no final CTI
+    put(source, 1, data[13:27])
+    second = binder.start(averages(READINGS), sink=str(sink), checkpoint=str(checkpoint))
+    second.process_all_available()
+    put(source, 2, data[27:])
+    second.process_all_available()
+    second.stop()
+    expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(
+        averages(READINGS))
+    assert sink_rows(spark, sink) == batch_rows(expected)
+    # the second run went on from the first one's micro-batch numbers and CTI
+    assert [p.batch for p in second.progress] == [1, 2, 3]
+    with pytest.raises(Exception, match="stopped with flush"):
+        third = binder.start(averages(READINGS), sink=str(sink), checkpoint=str(checkpoint))
+        put(source, 3, rows(40, 2))
+        third.process_all_available()
+
+
+def test_a_micro_batch_run_again_after_a_crash_writes_nothing_twice(spark: SparkSession, tmp_path: Path) -> None:
+    data = rows(0, 30)
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    put(source, 0, data)
+    running = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
+                                    advance_time=EVERY_4).start(averages(READINGS), sink=str(sink),
+                                                                checkpoint=str(checkpoint))
+    running.process_all_available()
+    running.stop(flush=False)
+    before = sink_rows(spark, sink)
+    assert before
+    runner = running._runner
+    # Spark runs micro-batch 0 again (its commit was lost): the committed state makes it a no-op
+    runner.run_batch(static(spark, data), 0)
+    assert sink_rows(spark, sink) == before
+    # the crash came after the sink was written but before the state: the step runs again, the
+    # sink partition that exists stays as it is, and the state is written as it would have been
+    state = checkpoint / "streamql" / "state-000000000000"
+    kept = json.loads((state / "meta.json").read_text())["state"]
+    shutil.rmtree(state)
+    runner.run_batch(static(spark, data), 0)
+    assert sink_rows(spark, sink) == before
+    assert json.loads((state / "meta.json").read_text())["state"] == kept
+
+
+@dataclass(frozen=True)
+class Price:
+    item: str
+    price: float
+
+
+@dataclass(frozen=True)
+class Priced:
+    meter: str
+    item: str
+    cost: float
+
+
+def test_two_streaming_inputs_and_a_static_one_in_one_query(spark: SparkSession, tmp_path: Path) -> None:
+    """Readings arrive in two directories (two meters' feeds), joined with static tariff intervals
+    that are read whole in the first micro-batch."""
+    east, west = sq.input("east", Reading), sq.input("west", Reading)
+    tariffs = sq.input("tariffs", Price, sq.Shape.INTERVAL)
+    q = (east.union(west).alter_duration(timedelta(seconds=5))
+         .join(tariffs, None, lambda r, t: Priced(r.meter, t.item, r.consumption * t.price)))
+    day = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    tariff_rows = [(day, day + timedelta(minutes=3), "peak", 2.0), (day + timedelta(minutes=3), sq.INFINITY, "off", 0.5)]
+    tariff_df = spark.createDataFrame(tariff_rows, "start timestamp, end timestamp, item string, price double")
+    data = rows(0, 40)
+    east_rows, west_rows = [r for r in data if r["meter"] == "m1"], [r for r in data if r["meter"] == "m2"]
+    flush_every_2 = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=2, flush=True))
+    until_east = sq.AdvanceTimeSettings(import_=sq.AdvanceTimeImport("east"))
+
+    def bound(e: DataFrame, w: DataFrame) -> sq.Binder:
+        return (sq.Binder(spark).bind(east, e, start="ts", advance_time=flush_every_2)
+                .bind(west, w, start="ts", advance_time=flush_every_2)
+                .bind(tariffs, tariff_df, start="start", end="end", advance_time=until_east))
+
+    e_dir, w_dir = tmp_path / "east", tmp_path / "west"
+    put(e_dir, 0, east_rows[:20])
+    put(w_dir, 0, west_rows[:20])
+    running = bound(spark.readStream.schema(SCHEMA).json(str(e_dir)),
+                    spark.readStream.schema(SCHEMA).json(str(w_dir))).start(q, sink=str(tmp_path / "out"),
+                                                                            checkpoint=str(tmp_path / "ck"))
+    running.process_all_available()
+    running.stop()
+    expected = bound(static(spark, east_rows), static(spark, west_rows)).collect(q)
+    assert expected and sink_rows(spark, tmp_path / "out") == batch_rows(expected)
+
+
+def test_a_chain_of_three_running_queries_releases_what_the_composed_query_releases(
+        spark: SparkSession, tmp_path: Path) -> None:
+    data = rows(0, 30)
+    source = tmp_path / "in"
+    put(source, 0, data[:12])
+    busy = READINGS.where(lambda e: e.consumption > 2.0)
+    first = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
+                                  advance_time=EVERY_4).start(busy, sink=str(tmp_path / "out1"),
+                                                              checkpoint=str(tmp_path / "ck1"), name="busy")
+    first.process_all_available()
+    # the second and third queries read the running ones: Binder.start binds those inputs itself
+    second = sq.Binder(spark).start(averages(first.as_stream()), sink=str(tmp_path / "out2"),
+                                    checkpoint=str(tmp_path / "ck2"), name="busy_averages")
+    third = sq.Binder(spark).start(second.as_stream().where(lambda a: a.average >= 4.0).shift(timedelta(seconds=1)),
+                                   sink=str(tmp_path / "out3"), checkpoint=str(tmp_path / "ck3"), name="high")
+    for part in (1, 2):
+        for running in (second, third):
+            running.process_all_available()
+        put(source, part, data[12 * part:12 * part + 12])
+        first.process_all_available()
+    first.stop()  # the final INFINITY CTI flows down the chain
+    for running in (second, third):
+        running.process_all_available()
+        running.stop()
+    composed = averages(busy).where(lambda a: a.average >= 4.0).shift(timedelta(seconds=1))
+    expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(composed)
+    assert expected and sink_rows(spark, tmp_path / "out3") == batch_rows(expected)
+    assert third.result().final_cti == sq.INFINITY

@@ -13,7 +13,7 @@ import pytest
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 PAGES = ["windows.md", "snapshot-windows.md", "hopping-windows.md", "tumbling-windows.md", "count-windows.md",
-         "grouping.md", "user-aggregates.md", "joins.md", "union.md", "esper-windows.md", "edges.md"]
+         "grouping.md", "user-aggregates.md", "joins.md", "union.md", "esper-windows.md", "edges.md", "streaming.md"]
 BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
 
 

@@ -19,6 +19,10 @@ Rows (names for ``--only``, default all):
                    baseline: Spark's window(ts, "10 minutes", "1 minute") grouping
   join             1 M x 1 M intervals on 10,000 keys: temporal equi-join; baseline: a join on the
                    key with an overlap filter
+  stream           the sliding-avg query on Structured Streaming over a file directory, 100 k events
+                   per micro-batch: throughput against a plain read-and-write streaming job (the
+                   floor), latency from a file's arrival to its release (p50, p95); see
+                   benchmarks/streaming.py. Not part of the default run's table above it; runs last
   join-any         200 k x 200 k intervals, on=None (every overlapping pair); baseline: time buckets
                    of 1 ms, each interval exploded over its buckets, a join on the bucket, the pair
                    kept in the bucket of its intersection's start. Also prints streamql's time at
@@ -52,6 +56,9 @@ from pyspark.sql.window import Window
 
 import streamql as sq
 from streamql.query.nodes import Input
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import streaming  # noqa: E402 - benchmarks/streaming.py, beside this file
 from streamql.time import to_micros
 
 
@@ -552,14 +559,18 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="comma-separated row names: " + ", ".join(c.name for c in CASES))
     parser.add_argument("--check", action="store_true", help="compare outputs instead of timing")
     parser.add_argument("--check-events", type=int, default=20_000)
+    parser.add_argument("--stream-files", type=int, default=10, help="micro-batches of the stream row")
+    parser.add_argument("--stream-batch", type=int, default=100_000, help="events per micro-batch of the stream row")
     args = parser.parse_args()
     cases = CASES
+    streaming_row = True
     if args.only is not None:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = sorted(set(names) - {c.name for c in CASES})
+        unknown = sorted(set(names) - {c.name for c in CASES} - {"stream"})
         if unknown:
-            parser.error(f"unknown rows {', '.join(unknown)}; rows are {', '.join(c.name for c in CASES)}")
+            parser.error(f"unknown rows {', '.join(unknown)}; rows are {', '.join(c.name for c in CASES)}, stream")
         cases = [c for c in CASES if c.name in names]
+        streaming_row = "stream" in names
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers use this interpreter
     spark = (SparkSession.builder.master("local[2]").appName("streamql-benchmarks")
              .config("spark.sql.shuffle.partitions", "8")
@@ -602,12 +613,17 @@ def main() -> int:
                              f"{stage_tasks(spark, ours_groups[-1])}")
                 notes.append(f"{case.name}, tasks per stage that ran (last run), baseline: "
                              f"{stage_tasks(spark, theirs_groups[-1])}")
-        width = max(len(r[0]) for r in rows)
-        print(f"\n{'benchmark'.ljust(width)}  streamql s  baseline s  ratio")
-        for label, ours_s, theirs_s in rows:
-            print(f"{label.ljust(width)}  {ours_s:10.2f}  {theirs_s:10.2f}  {ours_s / theirs_s:5.2f}")
+        if rows:
+            width = max(len(r[0]) for r in rows)
+            print(f"\n{'benchmark'.ljust(width)}  streamql s  baseline s  ratio")
+            for label, ours_s, theirs_s in rows:
+                print(f"{label.ljust(width)}  {ours_s:10.2f}  {theirs_s:10.2f}  {ours_s / theirs_s:5.2f}")
         for note in notes:
             print(note)
+        if streaming_row:
+            print()
+            for line in streaming.run(spark, meters, sliding_avg_query, args.stream_files, args.stream_batch):
+                print(line)
         return 0
     finally:
         spark.stop()

@@ -19,9 +19,9 @@ from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-s
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators import Flow, compile_node
-from streamql.spark.release import EDGE_KIND, EDGE_TIME, release
+from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns
 from streamql.spark.schema import collectable, payload_from_row
-from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
+from streamql.time import from_micros
 
 if TYPE_CHECKING:
     from streamql.running import RunningQuery
@@ -253,8 +253,4 @@ class Binder:
 
 
 def _user_columns(released: DataFrame, q: Stream[Any]) -> DataFrame:
-    """``start``, ``end`` as UTC timestamps (an open end shows as ``9999-12-31 23:59:59.999999``),
-    then the payload fields."""
-    end = F.when(F.col(END) == F.lit(INFINITY_MICROS), F.lit(MAX_MICROS + 1)).otherwise(F.col(END))
-    return released.select(F.timestamp_micros(F.col(START)).alias("start"), F.timestamp_micros(end).alias("end"),
-                           *[f.name for f in q.node.schema.fields])
+    return user_columns(released, [f.name for f in q.node.schema.fields])

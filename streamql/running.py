@@ -28,9 +28,9 @@ from streamql.query import nodes
 from streamql.query.stream import Stream
 from streamql.spark.incremental import Carried, Plan, StateStore, Step, empty_carried, step
 from streamql.spark.ingress import Binding
-from streamql.spark.release import EDGE_KIND, EDGE_TIME
-from streamql.spark.columns import END, START
-from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
+from streamql.spark.release import EDGE_KIND, EDGE_TIME, user_columns
+from streamql.spark.columns import START
+from streamql.time import from_micros
 
 T = TypeVar("T")
 
@@ -96,9 +96,7 @@ def sink_columns(released: DataFrame, output: Shape, payload: list[str]) -> Data
     if output is Shape.EDGE:
         return released.select(F.col(EDGE_KIND).alias("edge"), F.timestamp_micros(F.col(EDGE_TIME)).alias("time"),
                                F.timestamp_micros(F.col(START)).alias("start"), *payload)
-    end = F.when(F.col(END) == F.lit(INFINITY_MICROS), F.lit(MAX_MICROS + 1)).otherwise(F.col(END))
-    return released.select(F.timestamp_micros(F.col(START)).alias("start"), F.timestamp_micros(end).alias("end"),
-                           *payload)
+    return user_columns(released, payload)
 
 
 class _Runner:

@@ -276,6 +276,9 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
             if forever:  # nothing can end an open event any more
                 kept = kept.withColumn(CLOSED, F.lit(True))
             fresh = kept.unionByName(fresh)
+        # the plan, the retention floors and the state all read these events: compute them once
+        fresh = fresh.persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(fresh)
         accepted[name] = fresh
         events = fresh if still_open is None else fresh.unionByName(still_open)
         flows[name] = Flow(events, cti, finite)
@@ -317,8 +320,14 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         inputs[name] = attrs.evolve(inputs[name], floor=floor)
         if floor is not None:
             accepted[name] = accepted[name].filter(F.col(END) >= F.lit(floor))
-    if keep_floor is not None:
-        released_sets = {n: df.filter(F.col(START) >= F.lit(keep_floor)) for n, df in released_sets.items()}
+    for shape_name, df in released_sets.items():
+        if shape_name == Shape.INTERVAL.name and out_floor is not None:
+            # a released interval is computed again only while it ends at or after the output floor
+            released_sets[shape_name] = df.filter(F.col(END) >= F.lit(out_floor))
+        elif keep_floor is not None:
+            # points and edges no longer show their event's end: keep what starts at or after the
+            # earliest start of an event that a later step computes again
+            released_sets[shape_name] = df.filter(F.col(START) >= F.lit(keep_floor))
     counts = {shape: df.count() for shape, df in released_now.items()}
     new_state = RunState(
         batch=batch, inputs=inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from streamql.events import EdgeKind, Shape
 from streamql.spark.ingress import CLOSED, END, START
 from streamql.spark.operators import shifted
-from streamql.time import INFINITY_MICROS
+from streamql.time import INFINITY_MICROS, MAX_MICROS
 
 EDGE_KIND, EDGE_TIME = "_sq_edge", "_sq_time"
 
@@ -27,3 +27,11 @@ def release(events: DataFrame, cti: int | None, output: Shape, payload: list[str
     ends = (started.filter(F.col(CLOSED) & (F.col(END) != F.lit(INFINITY_MICROS)))
             .select(F.lit(EdgeKind.END.value).alias(EDGE_KIND), F.col(END).alias(EDGE_TIME), START, *payload))
     return starts.unionByName(ends)
+
+
+def user_columns(released: DataFrame, payload: list[str]) -> DataFrame:
+    """Released intervals as users see them: ``start``, ``end`` (UTC timestamps; an open end is
+    ``9999-12-31 23:59:59.999999``), then the payload fields."""
+    end = F.when(F.col(END) == F.lit(INFINITY_MICROS), F.lit(MAX_MICROS + 1)).otherwise(F.col(END))
+    return released.select(F.timestamp_micros(F.col(START)).alias("start"), F.timestamp_micros(end).alias("end"),
+                           *payload)

@@ -17,18 +17,7 @@ from pyspark.sql import types as T
 
 import streamql as sq
 from streamql.running import MICRO_BATCH
-
-
-@dataclass(frozen=True)
-class Reading:
-    meter: str
-    consumption: float
-
-
-@dataclass(frozen=True)
-class Average:
-    meter: str
-    average: float
+from support.streaming_job import Average, Reading
 
 
 SCHEMA = T.StructType([T.StructField("ts", T.TimestampType()), T.StructField("meter", T.StringType()),

@@ -51,7 +51,8 @@ def flushing(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
 def check(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, StreamInput], at: list[int],
           output: sq.Shape, arrival: bool = False) -> None:
     note(f"query tree: {q.node!r}")
-    released, _ = run_in_steps(spark, q, sides, at, output, arrival=arrival)
+    released, carried = run_in_steps(spark, q, sides, at, output, arrival=arrival)
+    event(f"state pruned: {any(i.floor is not None for i in carried.state.inputs.values())}")
     full = max(len(s.items) for s in sides.values())
     expected = expected_after(q, sides, full, True, output)
     event(f"released {'some' if expected else 'none'}")
@@ -70,6 +71,7 @@ def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSessio
           data.draw(st.sampled_from(list(sq.Shape)), label="output"))
 
 
+@st.composite
 def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
     kind = draw(st.sampled_from(["snapshot", "grouped snapshot", "hopping", "tumbling", "count", "group_apply"]))
     grouped = q.group_by(lambda e: e.k % 3)
@@ -98,7 +100,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     items = data.draw(inputs(shape, open_ends=True), label="items")
     source = sq.input("in", P, shape)
-    q = windowed(data.draw, build(source, data.draw(pipelines(), label="pipeline")))
+    q = data.draw(windowed(build(source, data.draw(pipelines(), label="pipeline"))), label="window")
     sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
     check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
           data.draw(st.sampled_from(list(sq.Shape)), label="output"))

@@ -120,9 +120,16 @@ class _Runner:
         latest = self.store.latest(before=batch)
         return empty_carried(self.spark, self.plan) if latest is None else self.store.load(latest)
 
-    def _check_not_flushed(self) -> None:
+    def check_checkpoint(self) -> None:
+        """Refuses a checkpoint that belongs to another query or to one stopped with flush."""
         latest = self.store.latest()
-        if latest is not None and self.store.state(latest).flushed:
+        if latest is None:
+            return
+        state = self.store.state(latest)
+        if state.signature != self.plan.signature:
+            raise BindingError(f"the checkpoint under {self.store.root} belongs to another query "
+                               f"({state.signature}); this one is {self.plan.signature}: use a new checkpoint")
+        if state.flushed:
             raise BindingError(f"the checkpoint under {self.store.root} belongs to a query that was stopped with "
                                "flush: its output is complete; start with a new checkpoint")
 
@@ -134,7 +141,7 @@ class _Runner:
 
     def run_batch(self, df: DataFrame, batch: int) -> None:
         with self.lock:
-            self._check_not_flushed()
+            self.check_checkpoint()
             if self.store.has(batch):  # Spark runs a micro-batch again that was done before a crash
                 return
             self._run(self._previous(batch), self._split(df), batch, final=False)
@@ -142,7 +149,7 @@ class _Runner:
     def finish(self) -> None:
         """The final step when the query stops with flush: no new rows, final INFINITY CTIs."""
         with self.lock:
-            self._check_not_flushed()
+            self.check_checkpoint()
             latest = self.store.latest()
             batch = 0 if latest is None else latest + 1
             self._run(self._previous(batch), {}, batch, final=True)
@@ -338,6 +345,7 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
     plan = Plan(q.node, chosen, shapes, static)
     query_name = name or f"streamql_{next(_NUMBERS)}"
     runner = _Runner(spark, plan, streaming, sink, checkpoint, format, output, feed)
+    runner.check_checkpoint()  # a checkpoint of another query, or of a finished one, fails here
     if len(streaming) == 1:
         source = chosen[streaming[0]].source
     else:

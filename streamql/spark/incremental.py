@@ -77,6 +77,8 @@ class RunState:
     released: int = 0
     #: a final INFINITY CTI was applied: the output is complete
     flushed: bool = False
+    #: the query's shape (``Plan.signature``): a checkpoint serves one query
+    signature: str = ""
 
     def to_json(self) -> str:
         return json.dumps({**attrs.asdict(self, recurse=False),
@@ -108,7 +110,14 @@ class Carried:
                 **{f"released/{n}": df for n, df in self.released.items()}}
 
     def rows(self) -> int:
-        return sum(df.count() for df in self.frames().values())
+        """How many rows the state holds (one Spark job)."""
+        frames = list(self.frames().values())
+        if not frames:
+            return 0
+        ones = frames[0].select(F.lit(1).alias("one"))
+        for df in frames[1:]:
+            ones = ones.unionAll(df.select(F.lit(1).alias("one")))
+        return ones.count()
 
 
 @attrs.frozen
@@ -125,6 +134,15 @@ class Plan:
     @property
     def payload(self) -> list[str]:
         return [f.name for f in self.query.schema.fields]
+
+    @property
+    def signature(self) -> str:
+        """What a checkpoint must match to continue a run: the inputs (name, payload type, shape),
+        the output payload type and the released shapes."""
+        read = inputs_of(self.query)
+        inputs = ", ".join(f"{n}: {read[n].schema.name}/{read[n].shape.name}" for n in sorted(read))
+        return f"{inputs} -> {self.query.schema.name}({', '.join(self.payload)}) as " + \
+            "+".join(s.name for s in self.shapes)
 
 
 @attrs.frozen
@@ -332,7 +350,7 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
     new_state = RunState(
         batch=batch, inputs=inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,
         dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
-        released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0), flushed=state.flushed or output.cti == INFINITY_MICROS)
+        released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0), signature=plan.signature, flushed=state.flushed or output.cti == INFINITY_MICROS)
     return Step(Carried(new_state, accepted, pending, released_sets), released_now, counts, input_rows, persisted)
 
 

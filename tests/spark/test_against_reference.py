@@ -11,7 +11,7 @@ from support.frames import bind, frame
 from support.streams import P, advance_settings, build, inputs, pipelines
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:

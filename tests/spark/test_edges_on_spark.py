@@ -427,7 +427,7 @@ def with_snapshot(q: sq.Stream[P], how: int) -> sq.Stream[Any]:
     return q
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_edge_inputs_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:

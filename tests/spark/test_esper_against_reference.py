@@ -105,7 +105,7 @@ def run_both(spark: SparkSession, source: sq.Stream[Any], payload: type[Any], sh
 SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=26, deadline=None, suppress_health_check=SLOW_OK)
 @given(data=st.data())
 def test_esper_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

@@ -261,7 +261,7 @@ def check(spark: SparkSession, data: st.DataObject, around: bool) -> None:
 #: a few seconds on two cores, hence few examples (the whole file stays under four minutes)
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                                           HealthCheck.data_too_large])
-EXAMPLES, EXAMPLES_AROUND, EXAMPLES_WIDE = 14, 8, 5
+EXAMPLES, EXAMPLES_AROUND, EXAMPLES_WIDE = 12, 6, 5
 
 
 @settings(SETTINGS, max_examples=EXAMPLES)

@@ -162,7 +162,7 @@ def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     assert actual == expected
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=32, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

@@ -108,10 +108,11 @@ def test_a_query_stopped_and_started_again_continues_where_it_stopped(spark: Spa
     assert sink_rows(spark, sink) == batch_rows(expected)
     # the second run went on from the first one's micro-batch numbers and CTI
     assert [p.batch for p in second.progress] == [1, 2, 3]
-    with pytest.raises(Exception, match="stopped with flush"):
-        third = binder.start(averages(READINGS), sink=str(sink), checkpoint=str(checkpoint))
-        put(source, 3, rows(40, 2))
-        third.process_all_available()
+    with pytest.raises(sq.BindingError, match="stopped with flush: its output is complete"):
+        binder.start(averages(READINGS), sink=str(sink), checkpoint=str(checkpoint))
+    with pytest.raises(sq.BindingError, match=r"belongs to another query \(readings: Reading/POINT -> "
+                                              r"Average\(meter, average\) as INTERVAL\+EDGE\)"):
+        binder.start(READINGS.where(lambda e: e.consumption > 1), sink=str(sink), checkpoint=str(checkpoint))
 
 
 def test_a_micro_batch_run_again_after_a_crash_writes_nothing_twice(spark: SparkSession, tmp_path: Path) -> None:

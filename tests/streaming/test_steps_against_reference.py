@@ -59,7 +59,7 @@ def check(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, StreamInput],
     assert released == expected
 
 
-@settings(SETTINGS, max_examples=8 * SCALE)
+@settings(SETTINGS, max_examples=6 * SCALE)
 @given(data=st.data())
 def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -94,7 +94,7 @@ def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
 
 
-@settings(SETTINGS, max_examples=8 * SCALE)
+@settings(SETTINGS, max_examples=5 * SCALE)
 @given(data=st.data())
 def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -109,7 +109,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SETTINGS, max_examples=8 * SCALE)
+@settings(SETTINGS, max_examples=5 * SCALE)
 @given(data=st.data())
 def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
@@ -139,7 +139,7 @@ def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSes
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SETTINGS, max_examples=6 * SCALE)
+@settings(SETTINGS, max_examples=4 * SCALE)
 @given(data=st.data())
 def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -157,7 +157,7 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
           data.draw(st.sampled_from(list(sq.Shape)), label="output"))
 
 
-@settings(SETTINGS, max_examples=6 * SCALE)
+@settings(SETTINGS, max_examples=4 * SCALE)
 @given(data=st.data())
 def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """Start edges stay open across micro-batches until their end edges come; late end edges are

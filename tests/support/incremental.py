@@ -94,7 +94,7 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
         released += released_values(outcome.released_now[output], q, output)
         carried = states.commit(outcome.carried) if states is not None else outcome.carried
         if states is None:
-            # the next step reads these frames again: keep them computed
+            # the next step reads these frames again: computed once here, not from the whole lineage
             carried = attrs.evolve(carried, events={n: df.localCheckpoint() for n, df in carried.events.items()},
                                    pending={n: df.localCheckpoint() for n, df in carried.pending.items()},
                                    released={n: df.localCheckpoint() for n, df in carried.released.items()})
@@ -103,6 +103,5 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
             assert ordered(released, q) == expected_after(q, inputs, hi, False, output), f"after micro-batch {batch}"
     final = step(spark, plan, carried, {}, len(bounds), final=True)
     released += released_values(final.released_now[output], q, output)
-    carried = final.carried
     final.unpersist()
-    return ordered(released, q), carried
+    return ordered(released, q), final.carried

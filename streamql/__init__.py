@@ -12,15 +12,15 @@ from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, Result,
 from streamql.expr.trace import coalesce, greatest, if_, is_in, is_null, least, length, not_
 from streamql.query.aggregates import UserAggregate
 from streamql.query.stream import Stream, input
-from streamql.running import Progress, RunningQuery
 from streamql.query.windowed import Grouped, GroupedWindowed, GroupWindow, Window, Windowed
+from streamql.running import Progress, RunningQuery
 from streamql.time import INFINITY, TICK
 
 __all__ = [
     "INFINITY", "TICK", "AdvanceTimeGeneration", "AdvanceTimeImport", "AdvanceTimePolicy",
     "AdvanceTimeSettings", "BadInputError", "Binder", "BindingError", "Cti", "Edge", "EdgeKind",
     "EndEdge", "Event", "ExpressionError", "GroupWindow", "Grouped", "GroupedWindowed", "Insert",
-    "Progress", "Result", "RunningQuery", "SchemaError", "Shape", "StartEdge", "Stream", "StreamqlError", "UserAggregate", "Window",
-    "Windowed", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
+    "Progress", "Result", "RunningQuery", "SchemaError", "Shape", "StartEdge", "Stream", "StreamqlError",
+    "UserAggregate", "Window", "Windowed", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
     "length", "not_", "reference",
 ]

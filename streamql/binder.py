@@ -19,7 +19,7 @@ from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-s
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators import Flow, compile_node
-from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns
+from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.schema import collectable, payload_from_row
 from streamql.time import from_micros
 
@@ -234,19 +234,11 @@ class Binder:
     def write(self, q: Stream[T], path: str, format: str = "parquet", mode: str = "errorifexists") -> Result[T]:
         """Writes the released events (as ``to_dataframe``) to ``path`` and returns the counts and
         the final CTI; ``Result.events`` is empty because the events went to ``path``."""
-        if format not in ("parquet", "json", "csv", "orc"):
-            raise BindingError(f"write format must be parquet, json, csv or orc, got {format!r}")
-        if format == "csv" and any(f.type.schema is not None for f in q.node.schema.fields):
-            raise BindingError("CSV cannot hold nested payloads: select flat fields first or write parquet/json")
+        options = writer_options(format, q.node.schema, "write")
         execution = self._execute(q)
         try:
             out = _user_columns(execution.released(Shape.INTERVAL), q)
-            writer = out.write.mode(mode).format(format)
-            if format in ("csv", "json"):  # their default timestamp format drops the microseconds
-                writer = writer.option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
-            if format == "csv":
-                writer = writer.option("header", "true")
-            writer.save(path)
+            out.write.mode(mode).format(format).options(**options).save(path)
             return execution.result([], [])
         finally:
             execution.unpersist()

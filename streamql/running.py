@@ -20,6 +20,7 @@ from typing import Any, Generic, Mapping, TypeVar
 import attrs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as ST
 from pyspark.sql.streaming.query import StreamingQuery
 
 from streamql.errors import BindingError
@@ -28,7 +29,8 @@ from streamql.query import nodes
 from streamql.query.stream import Stream
 from streamql.spark.incremental import Carried, Plan, StateStore, Step, empty_carried, step
 from streamql.spark.ingress import Binding
-from streamql.spark.release import EDGE_KIND, EDGE_TIME, user_columns
+from streamql.spark.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
+from streamql.spark.schema import spark_type
 from streamql.spark.columns import START
 from streamql.time import from_micros
 
@@ -57,17 +59,9 @@ class Progress:
     seconds: float  # how long the step took
 
 
-@attrs.frozen
-class _Feed:
-    """A running query's EDGE output and CTIs, as another query reads them."""
-
-    path: str
-    source: Stream[Any]
-
-
 _NUMBERS = itertools.count(1)
-#: the feeds of the queries this process started, by the input node ``as_stream`` returns
-_FEEDS: dict[nodes.Input, _Feed] = {}
+#: the feed directories of the queries this process started, by the input node ``as_stream`` returns
+_FEEDS: dict[nodes.Input, str] = {}
 
 
 def feed_columns(released_edges: DataFrame, cti: int | None, payload: list[str], batch: int,
@@ -103,22 +97,22 @@ class _Runner:
     """Runs the steps of one query; Spark calls ``run_batch`` from its streaming thread."""
 
     def __init__(self, spark: SparkSession, plan: Plan, streaming: list[str], sink: str, checkpoint: str,
-                 format: str, output: Shape, feed: bool) -> None:
+                 format: str, options: Mapping[str, str], output: Shape, feed: bool) -> None:
         self.spark = spark
         self.plan = plan
         self.streaming = streaming  # the inputs read from the unioned stream, by position
         self.sink = sink.rstrip("/")
         self.format = format
+        self.options = options
         self.output = output
         self.feed = f"{checkpoint.rstrip('/')}/streamql/feed" if feed else None
         self.store = StateStore(spark, f"{checkpoint.rstrip('/')}/streamql")
         self.lock = threading.Lock()
         self.progress: list[Progress] = []
-        self.last: Carried | None = None
 
     def _previous(self, batch: int) -> Carried:
         latest = self.store.latest(before=batch)
-        return empty_carried(self.spark, self.plan) if latest is None else self.store.load(latest)
+        return empty_carried(self.plan) if latest is None else self.store.load(latest)
 
     def check_checkpoint(self) -> None:
         """Refuses a checkpoint that belongs to another query or to one stopped with flush."""
@@ -164,7 +158,7 @@ class _Runner:
             if count:
                 # staged in the sink's hidden ``_staging`` directory, which batch readers skip
                 self.store.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
-                                   self.format, f"{self.sink}/_staging", _writer_options(self.format))
+                                   self.format, f"{self.sink}/_staging", self.options)
             if self.feed is not None:
                 edges = outcome.released_now[Shape.EDGE]
                 cti = outcome.carried.state.out_cti
@@ -176,22 +170,12 @@ class _Runner:
         finally:
             outcome.unpersist()
         state = committed.state
-        self.last = committed
         self.progress.append(Progress(
             batch=batch, input_rows=dict(outcome.input_rows), released=count,
             input_ctis={name: None if i.cti is None else from_micros(i.cti) for name, i in state.inputs.items()},
             output_cti=None if state.out_cti is None else from_micros(state.out_cti),
             dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=committed.rows(),
             started=began, seconds=time.time() - began))
-
-
-def _writer_options(format: str) -> dict[str, str]:
-    options = {}
-    if format in ("csv", "json"):  # their default timestamp format drops the microseconds
-        options["timestampFormat"] = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
-    if format == "csv":
-        options["header"] = "true"
-    return options
 
 
 class RunningQuery(Generic[T]):
@@ -256,7 +240,7 @@ class RunningQuery(Generic[T]):
             return
         self._streaming.stop()
         self._stopped = True
-        settings = [self._runner.plan.bindings[n].advance_time for n in nodes_read(self.query)]
+        settings = [b.advance_time for b in self._runner.plan.bindings.values()]
         wants = any(s is not None and s.generation is not None and s.generation.flush for s in settings)
         if flush and wants:
             self._runner.finish()
@@ -271,13 +255,8 @@ class RunningQuery(Generic[T]):
         if self._runner.feed is None:
             raise BindingError(f"query {self.name!r} was started with feed=False: its output cannot be read as a stream")
         node = nodes.Input(self.name, self.query.node.schema, Shape.EDGE)
-        stream: Stream[T] = Stream(node)
-        _FEEDS[node] = _Feed(self._runner.feed, stream)
-        return stream
-
-
-def nodes_read(q: Stream[Any]) -> list[str]:
-    return sorted(nodes.inputs_of(q.node))
+        _FEEDS[node] = self._runner.feed
+        return Stream(node)
 
 
 def feed_binding(spark: SparkSession, node: nodes.Input) -> Binding | None:
@@ -285,25 +264,16 @@ def feed_binding(spark: SparkSession, node: nodes.Input) -> Binding | None:
     feed = _FEEDS.get(node)
     if feed is None:
         return None
-    from streamql.spark.schema import spark_type
-    from pyspark.sql import types as TT
-
-    fields = [TT.StructField("kind", TT.StringType()), TT.StructField("edge", TT.StringType()),
-              TT.StructField("start", TT.LongType()), TT.StructField("end", TT.LongType()),
-              TT.StructField("arrival", TT.LongType())]
-    fields += [TT.StructField(f.name, spark_type(f.type), True) for f in node.schema.fields]
+    fields = [ST.StructField("kind", ST.StringType()), ST.StructField("edge", ST.StringType()),
+              ST.StructField("start", ST.LongType()), ST.StructField("end", ST.LongType()),
+              ST.StructField("arrival", ST.LongType())]
+    fields += [ST.StructField(f.name, spark_type(f.type), True) for f in node.schema.fields]
     # the partition column of the feed's directories, named in the schema so that it is one from the
     # start (a feed that is empty when the reader starts would otherwise change schema later)
-    fields.append(TT.StructField(MICRO_BATCH, TT.IntegerType()))
-    _ensure_directory(spark, feed.path)  # the producer may not have released anything yet
-    source = spark.readStream.schema(TT.StructType(fields)).parquet(feed.path)
+    fields.append(ST.StructField(MICRO_BATCH, ST.IntegerType()))
+    StateStore(spark, feed).mkdirs(feed)  # the producer may not have released anything yet
+    source = spark.readStream.schema(ST.StructType(fields)).parquet(feed)
     return Binding(node, source, "start", "end", "edge", "kind", "arrival", None, "error")
-
-
-def _ensure_directory(spark: SparkSession, path: str) -> None:
-    store = StateStore(spark, path)
-    if not store.exists(path):
-        store._fs(path).mkdirs(store._path(path))
 
 
 def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
@@ -311,12 +281,9 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
     """``Binder.start``: the checks, the unioned source, the ``foreachBatch`` runner."""
     if not isinstance(q, Stream):
         raise BindingError(f"expected a query (sq.Stream), got {q!r}")
-    if format not in ("parquet", "json", "csv", "orc"):
-        raise BindingError(f"sink format must be parquet, json, csv or orc, got {format!r}")
     if not isinstance(output, Shape):
         raise BindingError(f"output must be a sq.Shape, got {output!r}")
-    if format == "csv" and any(f.type.schema is not None for f in q.node.schema.fields):
-        raise BindingError("CSV cannot hold nested payloads: select flat fields first or write parquet/json")
+    options = writer_options(format, q.node.schema, "sink")
     read = nodes.inputs_of(q.node)
     chosen: dict[str, Binding] = {}
     for input_name, node in read.items():
@@ -344,7 +311,7 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
     shapes = (output,) if not feed or output is Shape.EDGE else (output, Shape.EDGE)
     plan = Plan(q.node, chosen, shapes, static)
     query_name = name or f"streamql_{next(_NUMBERS)}"
-    runner = _Runner(spark, plan, streaming, sink, checkpoint, format, output, feed)
+    runner = _Runner(spark, plan, streaming, sink, checkpoint, format, options, output, feed)
     runner.check_checkpoint()  # a checkpoint of another query, or of a finished one, fails here
     if len(streaming) == 1:
         source = chosen[streaming[0]].source

@@ -49,6 +49,12 @@ class MatchedEdges:
     unmatched: int  # end edges with neither an open nor a dropped start edge: bad input
     first_unmatched: int  # the _sq_seq of the first of them, or -1
     persisted: DataFrame = attrs.field(eq=False)
+    #: of ``events``, those whose end edge came (or was ignored), and those still open
+    decided: DataFrame = attrs.field(eq=False)
+    still_open: DataFrame = attrs.field(eq=False)
+    #: the edge rows a streaming run carries on: open start edges, and the dropped ones that an end
+    #: edge may still take (as many as are left per key)
+    pending: DataFrame = attrs.field(eq=False)
 
 
 def _reflected(walk: Column, window: WindowSpec) -> tuple[Column, Column]:
@@ -59,30 +65,57 @@ def _reflected(walk: Column, window: WindowSpec) -> tuple[Column, Column]:
     return through, before
 
 
-def match_end_edges(rows: DataFrame, payload: Sequence[str], forever: bool) -> MatchedEdges:
+def match_end_edges(rows: DataFrame, payload: Sequence[str], forever: bool,
+                    order: Sequence[str] = (SEQ,), new: Column | None = None,
+                    count_open: bool = True) -> MatchedEdges:
     """``rows``: the input's good start and end edges (``_sq_kind``, ``_sq_seq``, ``_sq_start``,
-    ``_sq_end``, the scan's ``_sq_action``/``_sq_moved_to``, the payload fields). ``forever``: the
-    final CTI is INFINITY, so no end edge can come and open events are stable as they are."""
-    decided = decide(rows, payload, (SEQ,)).persist(StorageLevel.MEMORY_AND_DISK)
-    opened, emptied = F.col(_OPENS), F.col(_OPENS) & F.col(_EMPTIED)
+    ``_sq_end``, the scan's ``_sq_action``/``_sq_moved_to``, the payload fields) in arrival order
+    ``order``. ``forever``: the final CTI is INFINITY, so no end edge can come and open events are
+    stable as they are.
+
+    A streaming run matches the start edges it carries with a micro-batch's new rows (``new``:
+    which rows are new, for the count of dropped start edges) and counts an open event (moved,
+    emptied) only once it is final (``count_open=forever``); a batch run counts every event."""
+    d = decide(rows, payload, order).persist(StorageLevel.MEMORY_AND_DISK)
+    opened, emptied = F.col(_OPENS), F.col(_EMPTIED)
+    has_end = F.col("_sq_end_edge").isNotNull()
+    decided, still_open = opened & has_end, opened & ~has_end
+    settled = opened if count_open else decided
+    moved = F.coalesce(F.col(_MOVED), F.lit(False))
+    dropped_start = F.col(_DROPPED_START) if new is None else F.col(_DROPPED_START) & new
 
     def count(condition: Column) -> Column:
         return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
 
     # one row of counts per partition comes to the driver (a global aggregate would gather them
     # in a single partition first)
-    counts = decided.groupBy(F.spark_partition_id()).agg(
-        (count(F.col(_DROPPED_START)) + count(opened & F.col(_IGNORED_END)) + count(emptied)).alias("dropped"),
-        count(opened & ~F.col(_EMPTIED) & F.coalesce(F.col(_MOVED), F.lit(False))).alias("adjusted"),
+    counts = d.groupBy(F.spark_partition_id()).agg(
+        (count(dropped_start) + count(settled & (F.col(_IGNORED_END) | emptied))).alias("dropped"),
+        count(settled & ~emptied & moved).alias("adjusted"),
         count(F.col("_sq_bad_end")).alias("unmatched"),
         F.min(F.when(F.col("_sq_bad_end"), F.col(SEQ))).alias("first_unmatched"),
     ).collect()
     unmatched_seqs = [r["first_unmatched"] for r in counts if r["first_unmatched"] is not None]
-    events = decided.filter(opened & ~F.col(_EMPTIED)).select(
-        F.col(_FINAL_START).alias(START), F.col(_FINAL_END).alias(END),
-        (F.col(_CLOSED_BY_EDGE) | F.lit(forever)).alias(CLOSED), F.lit(True).alias(HEAD), *payload)
-    return MatchedEdges(events, sum(r["dropped"] for r in counts), sum(r["adjusted"] for r in counts),
-                        sum(r["unmatched"] for r in counts), min(unmatched_seqs, default=-1), decided)
+
+    def events(condition: Column) -> DataFrame:
+        return d.filter(condition & ~emptied).select(
+            F.col(_FINAL_START).alias(START), F.col(_FINAL_END).alias(END),
+            (F.col(_CLOSED_BY_EDGE) | F.lit(forever)).alias(CLOSED), F.lit(True).alias(HEAD), *payload)
+
+    # dropped start edges that no end edge took yet: as many as are left per key (any of them)
+    key = Window.partitionBy(START, *payload)
+    left = (F.sum(F.col(_DROPPED_START).cast("long")).over(key)
+            - (F.max(_UNMATCHED).over(key) - F.sum(F.col("_sq_bad_end").cast("long")).over(key)))
+    rank = F.row_number().over(Window.partitionBy(START, *payload, _DROPPED_START)
+                               .orderBy(*[F.col(c).desc() for c in order]))
+    columns = [*rows.columns]
+    pending = (d.select(*columns, _OPENS, "_sq_end_edge", _DROPPED_START, left.alias("_sq_left"),
+                        rank.alias("_sq_rank"))
+               .filter(still_open | (F.col(_DROPPED_START) & (F.col("_sq_rank") <= F.col("_sq_left"))))
+               .select(*columns))
+    return MatchedEdges(events(opened), sum(r["dropped"] for r in counts), sum(r["adjusted"] for r in counts),
+                        sum(r["unmatched"] for r in counts), min(unmatched_seqs, default=-1), d,
+                        events(decided), events(still_open), pending)
 
 
 def decide(rows: DataFrame, payload: Sequence[str], order: Sequence[str]) -> DataFrame:

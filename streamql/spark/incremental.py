@@ -26,15 +26,16 @@ from typing import Any, Mapping
 
 import attrs
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from streamql.errors import BadInputError
 from streamql.events import Shape
 from streamql.query.nodes import Node, inputs_of
 from streamql.spark import arrival_scan as scan
-from streamql.spark.columns import ACTION, CLOSED, END, HEAD, KIND, MOVED_TO, SEQ, START
-from streamql.spark.edge_matching import decide
+from streamql.spark.columns import CLOSED, END, HEAD, SEQ, START
+from streamql.spark.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress import Binding, Ingress
 from streamql.spark.operators import Flow, compile_node
 from streamql.spark.release import release
@@ -161,75 +162,21 @@ class Step:
             df.unpersist()
 
 
-def empty_carried(spark: SparkSession, plan: Plan) -> Carried:
+def empty_carried(plan: Plan) -> Carried:
     """The state before the first step: nothing kept, nothing released."""
     return Carried(RunState(inputs={name: InputState() for name in inputs_of(plan.query)}), {}, {}, {})
 
 
-def _count(condition: Column) -> Column:
-    return F.coalesce(F.sum(condition.cast("long")), F.lit(0))
-
-
-@attrs.frozen
-class _EdgeStep:
-    decided: DataFrame  # events whose end edge came (or was ignored): flow columns
-    still_open: DataFrame  # events whose end edge has not come: flow columns
-    pending: DataFrame  # the edge rows to carry: open start edges, dropped ones an end edge may take
-    dropped: int
-    adjusted: int
-    unmatched: int
-    first_unmatched: int
-    persisted: DataFrame
-
-
 def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], batch: int,
-                 forever: bool) -> _EdgeStep:
+                 forever: bool) -> MatchedEdges:
     """``streamql.spark.edge_matching`` across micro-batches: the carried start edges arrived before
     the new rows. An event is counted (dropped, moved) in the step that decides it: when its end
     edge comes, or when a final INFINITY CTI makes it final."""
     rows = new.withColumn(BATCH, F.lit(batch).cast("long"))
     if carried is not None:
         rows = carried.unionByName(rows)
-    d = decide(rows, payload, (BATCH, SEQ)).persist(StorageLevel.MEMORY_AND_DISK)
-    opened, emptied = F.col("_sq_opens"), F.col("_sq_emptied")
-    has_end = F.col("_sq_end_edge").isNotNull()
-    decided, still_open = opened & has_end, opened & ~has_end
-    moved = F.coalesce(F.col("_sq_moved"), F.lit(False))
-    final_open = still_open if forever else F.lit(False)
-    counts = d.groupBy(F.spark_partition_id()).agg(
-        (_count(F.col("_sq_dropped_start") & (F.col(BATCH) == batch))
-         + _count(decided & (F.col("_sq_ignored_end") | emptied))).alias("dropped"),
-        (_count(decided & ~emptied & moved) + _count(final_open & moved)).alias("adjusted"),
-        _count(F.col("_sq_bad_end")).alias("unmatched"),
-        F.min(F.when(F.col("_sq_bad_end"), F.col(SEQ))).alias("first_unmatched"),
-    ).collect()
-    flow = [F.col("_sq_final_start").alias(START), F.col("_sq_final_end").alias(END)]
-    decided_events = d.filter(decided & ~emptied).select(
-        *flow, (F.col("_sq_closed_by_edge") | F.lit(forever)).alias(CLOSED), F.lit(True).alias(HEAD), *payload)
-    open_events = d.filter(still_open).select(
-        F.col("_sq_final_start").alias(START), F.lit(INFINITY_MICROS).alias(END), F.lit(forever).alias(CLOSED),
-        F.lit(True).alias(HEAD), *payload)
-    # dropped start edges that no end edge took yet: as many as are left per key (any of them)
-    key = _key_window(payload)
-    left = (F.sum(F.col("_sq_dropped_start").cast("long")).over(key)
-            - (F.max("_sq_unmatched").over(key) - F.sum(F.col("_sq_bad_end").cast("long")).over(key)))
-    rank = F.row_number().over(_key_window(payload, "_sq_dropped_start").orderBy(F.col(BATCH).desc(),
-                                                                                F.col(SEQ).desc()))
-    columns = [KIND, SEQ, START, END, ACTION, MOVED_TO, *payload, BATCH]
-    pending = (d.select(*columns, "_sq_opens", "_sq_end_edge", "_sq_dropped_start", left.alias("_sq_left"),
-                        rank.alias("_sq_rank"))
-               .filter(still_open | (F.col("_sq_dropped_start") & (F.col("_sq_rank") <= F.col("_sq_left"))))
-               .select(*columns))
-    unmatched = [r["first_unmatched"] for r in counts if r["first_unmatched"] is not None]
-    return _EdgeStep(decided_events, open_events, pending, sum(r["dropped"] for r in counts),
-                     sum(r["adjusted"] for r in counts), sum(r["unmatched"] for r in counts),
-                     min(unmatched, default=-1), d)
-
-
-def _key_window(payload: list[str], *more: str) -> Any:
-    from pyspark.sql import Window
-
-    return Window.partitionBy(START, *payload, *more)
+    return match_end_edges(rows, payload, forever, order=(BATCH, SEQ), new=F.col(BATCH) == batch,
+                           count_open=forever)
 
 
 def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
@@ -276,8 +223,6 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
                                    forever)
             persisted.append(matched.persisted)
             if matched.unmatched and plan.bindings[name].bad_rows == "error":
-                from streamql.errors import BadInputError
-
                 raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
                                     "has no open start edge with its start and payload; bind with bad_rows='drop' "
                                     "to drop and count such rows")
@@ -350,7 +295,8 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
     new_state = RunState(
         batch=batch, inputs=inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,
         dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
-        released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0), signature=plan.signature, flushed=state.flushed or output.cti == INFINITY_MICROS)
+        released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0),
+        flushed=state.flushed or output.cti == INFINITY_MICROS, signature=plan.signature)
     return Step(Carried(new_state, accepted, pending, released_sets), released_now, counts, input_rows, persisted)
 
 
@@ -380,6 +326,9 @@ class StateStore:
 
     def exists(self, path: str) -> bool:
         return bool(self._fs(path).exists(self._path(path)))
+
+    def mkdirs(self, path: str) -> None:
+        self._fs(path).mkdirs(self._path(path))
 
     def delete(self, path: str) -> None:
         self._fs(path).delete(self._path(path), True)

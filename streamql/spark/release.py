@@ -5,7 +5,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from streamql.errors import BindingError
 from streamql.events import EdgeKind, Shape
+from streamql.payload import PayloadSchema
 from streamql.spark.ingress import CLOSED, END, START
 from streamql.spark.operators import shifted
 from streamql.time import INFINITY_MICROS, MAX_MICROS
@@ -35,3 +37,18 @@ def user_columns(released: DataFrame, payload: list[str]) -> DataFrame:
     end = F.when(F.col(END) == F.lit(INFINITY_MICROS), F.lit(MAX_MICROS + 1)).otherwise(F.col(END))
     return released.select(F.timestamp_micros(F.col(START)).alias("start"), F.timestamp_micros(end).alias("end"),
                            *payload)
+
+
+def writer_options(format: str, schema: PayloadSchema, what: str) -> dict[str, str]:
+    """The options for writing released events of ``schema`` as ``format``, after checking that
+    the format can hold them (``what``: "write" or "sink", for the error)."""
+    if format not in ("parquet", "json", "csv", "orc"):
+        raise BindingError(f"{what} format must be parquet, json, csv or orc, got {format!r}")
+    if format == "csv" and any(f.type.schema is not None for f in schema.fields):
+        raise BindingError("CSV cannot hold nested payloads: select flat fields first or write parquet/json")
+    options = {}
+    if format in ("csv", "json"):  # their default timestamp format drops the microseconds
+        options["timestampFormat"] = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
+    if format == "csv":
+        options["header"] = "true"
+    return options

@@ -42,7 +42,7 @@ from streamql.query import esper, joins, nodes, windows
 from streamql.spark.columns import END, START
 from streamql.spark.expressions import compile_expr
 from streamql.spark.operators import GROUP, Flow, by_name, compile_node
-from streamql.spark.windows import key_name
+from streamql.spark.windows import grouped_flow, key_name
 from streamql.time import INFINITY_MICROS, MIN_MICROS, duration_micros
 
 #: a floor: events ending before it can go; ``None``: keep everything
@@ -67,10 +67,9 @@ def _back(floor: Floor, by: int) -> Floor:
 
 
 def _held(floor: Floor, cti: int | None) -> Floor:
-    """A floor never above the stream's CTI (what is past the CTI is still open)."""
-    if floor is None or cti is None:
-        return None if cti is None else floor
-    return min(floor, cti)
+    """A floor never above the stream's CTI (what is past the CTI is still open); a stream
+    without a CTI keeps everything."""
+    return None if floor is None or cti is None else min(floor, cti)
 
 
 @singledispatch
@@ -143,10 +142,7 @@ def _window(node: windows.WindowAggregate, floor: Floor, env: Mapping[str, Flow]
 
 @floors.register
 def _group_apply(node: windows.GroupApply, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
-    source = compile_node(node.source, env)
-    key = key_name(len(source.keys))
-    grouped = Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
-                   source.keys + (key,))
+    grouped = grouped_flow(node, compile_node(node.source, env))
     inner = dict(floors(node.apply, floor, {**env, GROUP: grouped}))
     group_floor = inner.pop(GROUP, floor)
     return merge(inner, floors(node.source, group_floor, env))

@@ -76,12 +76,18 @@ def _group_source(node: windows.GroupSource, env: Mapping[str, Flow]) -> Flow:
     return env[GROUP]
 
 
+def grouped_flow(node: windows.GroupApply, source: Flow) -> Flow:
+    """The stream a ``group_apply`` sub-query reads: ``source`` with the group key as one more key column."""
+    key = key_name(len(source.keys))
+    return Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
+                source.keys + (key,))
+
+
 @compile_node.register
 def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
     source = compile_node(node.source, env)
-    key = key_name(len(source.keys))
-    grouped = Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
-                   source.keys + (key,))
+    grouped = grouped_flow(node, source)
+    key = grouped.keys[-1]
     inner = compile_node(node.apply, {**env, GROUP: grouped})
     payload = construct_columns(node.result, by_name, {GroupKey(node.key.type): F.col(key)})
     out = inner.frame.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
@@ -59,6 +59,15 @@ def check(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, StreamInput],
     assert released == expected
 
 
+def check_one_input(spark: SparkSession, data: st.DataObject, source: sq.Stream[P], shape: sq.Shape,
+                    items: list[Any], q: sq.Stream[Any], bad_rows: Literal["error", "drop"] = "error",
+                    arrival: bool = False) -> None:
+    """``check`` for a query over the one input ``source``, with drawn settings, cuts and output."""
+    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"), bad_rows)}
+    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
+          data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
+
+
 @settings(SETTINGS, max_examples=6 * SCALE)
 @given(data=st.data())
 def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
@@ -66,9 +75,7 @@ def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSessio
     items = data.draw(inputs(shape, open_ends=True), label="items")
     source = sq.input("in", P, shape)
     q = build(source, data.draw(pipelines(), label="pipeline"))
-    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
-    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
-          data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+    check_one_input(spark, data, source, shape, items, q)
 
 
 @st.composite
@@ -101,9 +108,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
     items = data.draw(inputs(shape, open_ends=True), label="items")
     source = sq.input("in", P, shape)
     q = data.draw(windowed(build(source, data.draw(pipelines(), label="pipeline"))), label="window")
-    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
-    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
-          data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+    check_one_input(spark, data, source, shape, items, q)
 
 
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
@@ -152,9 +157,7 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
         q = source.time_batch(us(data.draw(st.integers(1, 10), label="size")))
     else:
         q = source.length_batch(data.draw(st.integers(1, 3), label="n"))
-    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))}
-    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
-          data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+    check_one_input(spark, data, source, shape, items, q)
 
 
 @settings(SETTINGS, max_examples=4 * SCALE)
@@ -167,6 +170,4 @@ def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data:
     q = build(source, data.draw(pipelines(), label="pipeline"))
     if data.draw(st.booleans(), label="snapshot"):
         q = q.group_by(lambda e: e.k % 2).snapshot_window().select(lambda w: P(w.key, w.count(), "x", w.max(lambda e: e.o)))
-    sides = {"in": StreamInput(source, P, sq.Shape.EDGE, items, data.draw(flushing(), label="settings"), "drop")}
-    check(spark, q, sides, data.draw(cuts(len(items)), label="cuts"),
-          data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=data.draw(st.booleans(), label="arrival"))
+    check_one_input(spark, data, source, sq.Shape.EDGE, items, q, "drop", arrival=data.draw(st.booleans(), label="arrival"))

@@ -79,7 +79,7 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
                       i.settings, arrival=arrival, bad_rows=i.bad_rows)
     bindings = {name: binder._bindings[name] for name in inputs}
     plan = Plan(q.node, bindings, (output,))
-    carried = empty_carried(spark, plan)
+    carried = empty_carried(plan)
     states = StateStore(spark, store) if store is not None else None
     released: list[Any] = []
     bounds = list(cuts)

@@ -131,10 +131,8 @@ def _window(node: windows.WindowAggregate, floor: Floor, env: Mapping[str, Flow]
     before = F.lit(floor)
     endpoint = F.greatest(F.when(F.col(START) < before, F.col(START)),
                           F.when((F.col(END) < before) & (F.col(END) != F.lit(INFINITY_MICROS)), F.col(END)))
-    frame = source.frame.select(*keys, endpoint.alias("_sq_endpoint")) if keys else \
-        source.frame.select(endpoint.alias("_sq_endpoint"))
-    per_group = frame.groupBy(*[k for k in frame.columns if k != "_sq_endpoint"]).agg(
-        F.max("_sq_endpoint").alias("_sq_endpoint"))
+    frame = source.frame.select(*keys, endpoint.alias("_sq_endpoint"))
+    per_group = frame.groupBy(*frame.columns[:-1]).agg(F.max("_sq_endpoint").alias("_sq_endpoint"))
     least = per_group.agg(F.min("_sq_endpoint")).first()
     # no group has an endpoint before the floor: nothing before it matters
     return floors(node.source, floor if least is None or least[0] is None else int(least[0]), env)

@@ -4,7 +4,7 @@
 >>> readings = sq.input("readings", Reading)                # doctest: +SKIP
 >>> busy = readings.where(lambda e: e.consumption > 100)    # doctest: +SKIP
 """
-from streamql import reference
+from streamql import plot, reference, timeline
 from streamql.advance_time import AdvanceTimeGeneration, AdvanceTimeImport, AdvanceTimePolicy, AdvanceTimeSettings
 from streamql.binder import Binder
 from streamql.errors import BadInputError, BindingError, ExpressionError, SchemaError, StreamqlError
@@ -22,5 +22,5 @@ __all__ = [
     "EndEdge", "Event", "ExpressionError", "GroupWindow", "Grouped", "GroupedWindowed", "Insert",
     "Progress", "Result", "RunningQuery", "SchemaError", "Shape", "StartEdge", "Stream", "StreamqlError",
     "UserAggregate", "Window", "Windowed", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
-    "length", "not_", "reference",
+    "length", "not_", "plot", "reference", "timeline",
 ]

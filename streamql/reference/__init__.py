@@ -30,20 +30,7 @@ __all__ = ["ReferenceInput", "run"]
 def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape = Shape.INTERVAL) -> Result[T]:
     """Evaluates ``q`` over ``inputs`` (keyed by input name) and applies the release rule."""
     read = inputs_of(q.node)
-    missing = sorted(set(read) - set(inputs))
-    if missing:
-        raise BindingError(f"the query reads inputs that are not given: {', '.join(missing)}")
-    declared: dict[str, tuple[PayloadSchema | None, Shape]] = {
-        name: (node.schema, node.shape) for name, node in read.items()}
-    for name, given in inputs.items():
-        if name not in declared:
-            imported_by = [n for n, i in inputs.items()
-                           if i.advance_time is not None and i.advance_time.import_ is not None
-                           and i.advance_time.import_.from_input == name]
-            if not imported_by:
-                raise BindingError(f"input {name!r} is not read by the query and no input imports its CTIs")
-            declared[name] = (None, _source_shape(given))
-    ingress = ingest(inputs, declared)
+    ingress = ingest(inputs, declared_inputs(q, inputs))
     output_flow = events_of(q.node, {name: input_flow(state) for name, state in ingress.items()})
     cti = output_flow.cti
     released = release(output_flow.events, cti, output)
@@ -59,6 +46,27 @@ def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape =
         bad_rows=sum(s.bad_rows for s in counted),
         final_cti=None if cti is None else from_micros(cti),
     )
+
+
+def declared_inputs(q: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]]
+                    ) -> dict[str, tuple[PayloadSchema | None, Shape]]:
+    """The payload type and shape of every given input: as the query declares the ones it reads;
+    an input only imported from is not checked (None) and is EDGE if it holds edges."""
+    read = inputs_of(q.node)
+    missing = sorted(set(read) - set(inputs))
+    if missing:
+        raise BindingError(f"the query reads inputs that are not given: {', '.join(missing)}")
+    declared: dict[str, tuple[PayloadSchema | None, Shape]] = {
+        name: (node.schema, node.shape) for name, node in read.items()}
+    for name, given in inputs.items():
+        if name not in declared:
+            imported_by = [n for n, i in inputs.items()
+                           if i.advance_time is not None and i.advance_time.import_ is not None
+                           and i.advance_time.import_.from_input == name]
+            if not imported_by:
+                raise BindingError(f"input {name!r} is not read by the query and no input imports its CTIs")
+            declared[name] = (None, _source_shape(given))
+    return declared
 
 
 def release(events: list[Ev], cti: int | None, output: Shape) -> tuple[list[Event[Any]], list[Edge[Any]]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from functools import singledispatch
+from typing import Mapping
 
 from streamql.expr.nodes import Literal
 from streamql.query import esper, joins, nodes, windows
@@ -24,23 +25,38 @@ _INPUT_CTI = "the input CTI"
 _LEAST_CTI = "the least of the inputs' CTIs"
 
 
-def explain(node: nodes.Node) -> str:
-    """The tree of ``node`` as text, the output operator first and its sources below it."""
+def explain(node: nodes.Node, numbers: Mapping[int, int] | None = None) -> str:
+    """The tree of ``node`` as text, the output operator first and its sources below it.
+    ``numbers`` (by ``id`` of a node) prefixes operators with ``[n]``."""
     lines: list[str] = []
-    _render(node, lines, "", "", "")
+    _render(node, lines, "", "", "", numbers or {})
     return "\n".join(lines)
 
 
-def _render(node: nodes.Node, lines: list[str], label: str, first: str, rest: str) -> None:
+def operators(node: nodes.Node) -> list[nodes.Node]:
+    """The operators of a tree in the order ``explain`` shows them (a node, then its sources;
+    a ``group_apply``'s sub-query after its source)."""
+    found = [node]
+    for source in node.sources:
+        found += operators(source)
+    if isinstance(node, windows.GroupApply):
+        found += operators(node.apply)
+    return found
+
+
+def _render(node: nodes.Node, lines: list[str], label: str, first: str, rest: str, numbers: Mapping[int, int]
+            ) -> None:
     title, cti = describe(node), cti_rule(node)
-    lines.append(f"{first}{label}{title} -> {node.schema.name}")
+    number = f"[{numbers[id(node)]}] " if id(node) in numbers else ""
+    lines.append(f"{first}{label}{number}{title} -> {node.schema.name}")
     children: list[tuple[str, nodes.Node]] = [("", s) for s in node.sources]
     if isinstance(node, windows.GroupApply):
         children.append(("apply: ", node.apply))
     lines.append(f"{rest}{'│' if children else ' '}   CTI: {cti}")
     for i, (child_label, child) in enumerate(children):
         last = i == len(children) - 1
-        _render(child, lines, child_label, rest + ("└── " if last else "├── "), rest + ("    " if last else "│   "))
+        _render(child, lines, child_label, rest + ("└── " if last else "├── "), rest + ("    " if last else "│   "),
+                numbers)
 
 
 def _micros(us: int) -> str:

@@ -94,17 +94,23 @@ def draw(tl: Timeline, *, title: str | None = None, labels: Mapping[str, Callabl
             y = bottom + rows[lane.name][id(bar)] * _ROW + (_ROW - _BAR) / 2
             _draw_bar(ax, bar, y, right, palette, (labels or {}).get("output" if lane.output else lane.name),
                       lane.output)
+        # release steps at one CTI (an EDGE output's end edges released without the CTI moving): one mark
+        marks: dict[datetime, list[int]] = {}
         for cti in lane.ctis:
-            x = right if cti.time == INFINITY else _x(cti.time)
-            colour = palette[cti.step - 1] if cti.step is not None else "black"
+            marks.setdefault(cti.time, []).extend([] if cti.step is None else [cti.step])
+        for time, steps in marks.items():
+            x = right if time == INFINITY else _x(time)
+            colour = palette[steps[-1] - 1] if steps else "black"
             ax.plot([x, x], [bottom - 0.15, top + 0.15], linestyle="--", linewidth=1.2, color=colour, gid="cti")
-            if cti.step is not None:
-                ax.text(x, top + 0.2, str(cti.step), ha="center", va="bottom", fontsize=8, color=colour,
+            if steps:
+                ax.text(x, top + 0.2, ",".join(map(str, steps)), ha="center", va="bottom", fontsize=8, color=colour,
                         fontweight="bold", gid="step")
         top += _GAP
         if lane is tl.lanes[0]:
             continue
         ax.axhline(top - _GAP / 2, color="#dddddd", linewidth=0.8, gid="separator")
+    if _has_infinity(tl):
+        ax.text(right, top, "∞", ha="center", va="bottom", fontsize=11, gid="infinity")
     ax.set_yticks(ticks, names)
     ax.set_ylim(-_GAP / 2, top)
     ax.set_xlim(lo - (hi - lo) * 0.03, right + (hi - lo) * 0.03)

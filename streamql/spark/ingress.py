@@ -525,7 +525,7 @@ def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInput
     """The error for the bad row numbered ``seq``, showing the row as the DataFrame holds it
     (without an arrival column; with one, its arrival value and payload)."""
     if b.arrival is None:
-        row = _with_row_number(b.source).filter(F.col(SEQ) == seq).first()
+        row = _with_row_number(b.source).filter(F.col(SEQ) == seq).select(*b.source.columns).first()
     else:
         fields = [f.name for f in b.node.schema.fields]
         row = prepared.filter(F.col(SEQ) == seq).select(F.col(ARRIVAL).alias(b.arrival), *fields).first()

@@ -1,0 +1,51 @@
+"""Every documentation page's examples are executed: every ``python`` block of a page runs in one namespace,
+in order (in a scratch directory: examples may write files), and a ``text`` block right after one is exactly
+what that block prints."""
+from __future__ import annotations
+
+import contextlib
+import io
+import pathlib
+import re
+import sys
+import types
+
+import pytest
+
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
+PAGES = sorted(p.name for p in DOCS.glob("*.md") if "```python" in p.read_text())
+BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
+
+
+def blocks(page: str) -> list[tuple[str, str, bool]]:
+    """(language, code, whether it follows the block before it with nothing but blank lines between):
+    a ``text`` block is a python block's output only right after it."""
+    text = (DOCS / page).read_text()
+    found: list[tuple[str, str, bool]] = []
+    end = None
+    for m in BLOCK.finditer(text):
+        found.append((m.group(1), m.group(2), end is not None and not text[end:m.start()].strip()))
+        end = m.end()
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_examples_print_what_the_page_shows(page: str, tmp_path: pathlib.Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # dataclasses look their module up in sys.modules: the page's code runs as a module of its own
+    module = types.ModuleType(f"docs_{page.replace('-', '_').replace('.', '_')}")
+    sys.modules[module.__name__] = module
+    namespace = module.__dict__
+    found = blocks(page)
+    checked = 0
+    for i, (language, code, _) in enumerate(found):
+        if language != "python":
+            continue
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, f"{page} block {i}", "exec"), namespace)  # noqa: S102 - the page's own example
+        if i + 1 < len(found) and found[i + 1][0] == "text" and found[i + 1][2]:
+            assert printed.getvalue().rstrip() == found[i + 1][1].rstrip(), f"{page} block {i}"
+            checked += 1
+    assert checked > 0

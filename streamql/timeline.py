@@ -82,13 +82,20 @@ class Lane:
 @attrs.frozen
 class Step:
     """One release step: after arrival position ``position`` (``None``: when the input ended and
-    the flush CTIs came) the output CTI is ``cti`` and ``released`` was released — because the
-    CTI moved, or (EDGE output) because the end edge of an event already started came."""
+    the flush CTIs came) the output CTI is ``cti`` and ``events`` (INTERVAL and POINT output) or
+    ``edges`` (EDGE output) were released — because the CTI moved, or (EDGE output) because the
+    end edge of an event whose start edge was released came."""
 
     number: int
     position: int | None
     cti: datetime
-    released: list[Event[Any] | Edge[Any]]
+    events: list[Event[Any]]
+    edges: list[Edge[Any]]
+
+    @property
+    def released(self) -> Sequence[Event[Any] | Edge[Any]]:
+        """``edges`` in a run with EDGE output, else ``events``."""
+        return self.edges if self.edges else self.events
 
 
 @attrs.frozen
@@ -253,7 +260,9 @@ def _step(steps: list[Step], position: int | None, so_far: Result[Any], output_c
             new[key] -= 1
             fresh.append(value)
     released.update(_key(v, schema) for v in fresh)
-    steps.append(Step(len(steps) + 1, position, so_far.final_cti, fresh))
+    events = [v for v in fresh if isinstance(v, Event)]
+    edges = [v for v in fresh if isinstance(v, Edge)]
+    steps.append(Step(len(steps) + 1, position, so_far.final_cti, events, edges))
     return so_far.final_cti
 
 

@@ -21,7 +21,7 @@ from support.timelines import ADJUST, EVERY_3, READINGS, SESSIONS, T0, MeterAver
 
 def released(step: Any) -> list[tuple[str, int, int, float]]:
     return sorted((e.payload.meter, int((e.start - T0).total_seconds()), int((e.end - T0).total_seconds()),
-                   e.payload.average) for e in step.released)
+                   e.payload.average) for e in step.events)
 
 
 def test_release_steps_of_a_hand_worked_run() -> None:

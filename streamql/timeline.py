@@ -30,7 +30,7 @@ from streamql.payload import PayloadSchema, sort_key
 from streamql.query.stream import Stream
 from streamql.reference import declared_inputs, run
 from streamql.reference.inputs import IngressState, Lifetime, ReferenceInput, ingest
-from streamql.time import INFINITY, INFINITY_MICROS, TICK, from_micros
+from streamql.time import INFINITY, INFINITY_MICROS, TICK, from_micros, to_micros
 
 if TYPE_CHECKING:
     from streamql.binder import Binder
@@ -130,7 +130,7 @@ def trace(q: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]], output: Sha
     if items > max_events:
         raise BindingError(f"the timeline replays {items} input items, more than max_events={max_events}: "
                            "draw a smaller sample, or raise max_events (the replay re-runs the reference "
-                           "evaluator at every CTI)")
+                           "evaluator after every item)")
     declared = declared_inputs(q, inputs)
     final = run(q, inputs, output)
     schema = q.node.schema
@@ -205,8 +205,6 @@ def _dropped(item: InputItem[Any]) -> Bar:
 
 
 def _as_datetime(t: Any) -> datetime:
-    from streamql.time import to_micros
-
     return from_micros(to_micros(t))
 
 

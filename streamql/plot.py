@@ -45,7 +45,8 @@ _GAP = 0.8    # between lanes
 def timeline(query: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]] | Binder, *,
              output: Shape = Shape.INTERVAL, result: Result[Any] | None = None,
              group_by: Callable[[Any], Hashable] | None = None,
-             labels: Mapping[str, Callable[[Any], str]] | None = None, max_events: int = MAX_EVENTS, title: str | None = None) -> Figure:
+             labels: Mapping[str, Callable[[Any], str]] | None = None, max_events: int = MAX_EVENTS,
+             title: str | None = None, span: tuple[datetime, datetime] | None = None) -> Figure:
     """Draws a run of ``query`` and returns the matplotlib ``Figure`` (``fig.savefig("run.png")``).
 
     ``inputs``: the reference evaluator's inputs (``{"name": sq.reference.ReferenceInput(...)}``),
@@ -55,6 +56,8 @@ def timeline(query: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]] | Bin
     ``result``: with reference inputs, draw this result's events as the output (a Spark run's).
     ``group_by``: one output lane per key of the output payload. ``labels``: text drawn on the
     events of a lane, by input name or ``"output"`` (``{"readings": lambda e: e.meter}``).
+    ``span``: the (first, last) times shown, when a few long events would squeeze the rest;
+    default: from the earliest to the latest time of the run.
     """
     from streamql.binder import Binder
 
@@ -64,11 +67,11 @@ def timeline(query: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]] | Bin
         traced = trace_binding(inputs, query, output, group_by=group_by, max_events=max_events)
     else:
         traced = trace(query, inputs, output, result=result, group_by=group_by, max_events=max_events)
-    return draw(traced, title=title, labels=labels)
+    return draw(traced, title=title, labels=labels, span=span)
 
 
-def draw(tl: Timeline, *, title: str | None = None, labels: Mapping[str, Callable[[Any], str]] | None = None
-         ) -> Figure:
+def draw(tl: Timeline, *, title: str | None = None, labels: Mapping[str, Callable[[Any], str]] | None = None,
+         span: tuple[datetime, datetime] | None = None) -> Figure:
     """Draws a traced run (``sq.timeline.trace``) as a ``Figure``."""
     try:
         from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
@@ -76,7 +79,9 @@ def draw(tl: Timeline, *, title: str | None = None, labels: Mapping[str, Callabl
     except ImportError:  # pragma: no cover - exercised only without the extra
         raise ImportError("sq.plot needs matplotlib: pip install 'streamql[plot]'") from None
 
-    lo, hi = _span(tl)
+    if span is not None and not (isinstance(span, tuple) and len(span) == 2 and span[0] < span[1]):
+        raise BindingError(f"span must be (first, last) datetimes with first < last, got {span!r}")
+    lo, hi = _span(tl) if span is None else (_x(span[0]), _x(span[1]))
     right = hi + (hi - lo) * 0.08  # where open events end and an INFINITY CTI is drawn
     rows = {lane.name: _pack(lane.bars, right) for lane in tl.lanes}
     heights = [max(rows[lane.name].values(), default=0) + 1 for lane in tl.lanes]

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import pathlib
+from datetime import datetime, timedelta, timezone
 from collections import Counter
 import pytest
 from matplotlib.figure import Figure
 from pyspark.sql import SparkSession
 
 import streamql as sq
-from support.timelines import ADJUST, EVERY_3, READINGS, SESSIONS, averages, readings, sessions
+from support.timelines import ADJUST, EVERY_3, READINGS, SESSIONS, at, averages, readings, sessions
 
 
 def gids(fig: Figure) -> Counter[str]:
@@ -53,6 +54,19 @@ def test_grouped_output_open_and_adjusted_events(tmp_path: pathlib.Path) -> None
     assert drawn["arrow"] == 3 and drawn["adjusted-from"] == 1
     fig.savefig(tmp_path / "edges.svg")
     assert (tmp_path / "edges.svg").read_text().startswith("<?xml")
+
+
+def test_span_sets_the_times_shown() -> None:
+    fig = sq.plot.timeline(averages, {"readings": sq.reference.ReferenceInput(READINGS, EVERY_3)},
+                           span=(at(0), at(60)))
+    low, high = fig.axes[0].get_xlim()
+    assert low < _days(at(0)) < _days(at(60)) < high < _days(at(75))
+    with pytest.raises(sq.BindingError, match="span must be"):
+        sq.plot.timeline(averages, {"readings": sq.reference.ReferenceInput(READINGS, EVERY_3)}, span=(at(9), at(1)))
+
+
+def _days(t: datetime) -> float:
+    return (t - datetime(1970, 1, 1, tzinfo=timezone.utc)) / timedelta(days=1)
 
 
 def test_nothing_to_draw_is_an_error() -> None:

@@ -1,6 +1,6 @@
 """The documentation site builds with MkDocs in strict mode (any warning — a broken link, a missing
 anchor, a docstring mkdocstrings cannot render — fails it), with every page of the nav and the
-timeline pictures drawn from real runs; and the README's picture is the one docs/pictures.py draws."""
+timeline pictures its pages' code draws; and the README's picture is the one the getting-started page draws."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,6 +8,8 @@ import pathlib
 import re
 import subprocess
 import sys
+
+import pytest
 
 from mkdocs.config import load_config
 
@@ -38,7 +40,7 @@ def test_the_site_builds_strictly_with_every_page_and_picture(tmp_path: pathlib.
         assert built.exists(), page
     # every picture a page shows was drawn
     shown = {m for p in (ROOT / "docs").glob("*.md") for m in re.findall(r"\(images/([\w-]+\.png)\)", p.read_text())}
-    assert len(shown) >= 10
+    assert len(shown) >= 14
     for name in shown:
         assert (site / "images" / name).read_bytes().startswith(PNG), name
     api = (site / "api" / "index.html").read_text()
@@ -47,16 +49,25 @@ def test_the_site_builds_strictly_with_every_page_and_picture(tmp_path: pathlib.
         assert f'id="{name}"' in api, name
 
 
-def test_the_readme_shows_the_picture_docs_pictures_draws(tmp_path: pathlib.Path) -> None:
+def test_the_readme_shows_the_picture_the_getting_started_page_draws() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "](docs/images/readme-timeline.png)" in readme
-    committed = ROOT / "docs" / "images" / "readme-timeline.png"
-    spec = importlib.util.spec_from_file_location("docs_pictures", ROOT / "docs" / "pictures.py")
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
     assert spec is not None and spec.loader is not None
-    pictures = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = pictures  # its dataclasses look their module up
-    spec.loader.exec_module(pictures)
-    drawn = tmp_path / "readme.png"
-    pictures.release().savefig(drawn, dpi=100, metadata={"Software": None})
-    # same picture size: the committed file is this figure (pixels may differ between matplotlib versions)
-    assert committed.read_bytes()[16:24] == drawn.read_bytes()[16:24]
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    drawn = hooks.page_pictures(ROOT / "docs" / "getting-started.md")["usage.png"]
+    committed = (ROOT / "docs" / "images" / "readme-timeline.png").read_bytes()
+    # the same picture: same size (pixels may differ between matplotlib versions)
+    assert committed[16:24] == drawn[16:24]
+
+
+def test_a_page_that_starts_spark_before_its_picture_is_refused(tmp_path: pathlib.Path) -> None:
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = tmp_path / "page.md"
+    page.write_text("```python\nfrom pyspark.sql import SparkSession\n```\n\n```python\nfigure.savefig('x.png')\n```\n")
+    with pytest.raises(RuntimeError, match="page.md block 0: the code before a picture must not start Spark"):
+        hooks.page_pictures(page)

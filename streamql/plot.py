@@ -76,7 +76,7 @@ def draw(tl: Timeline, *, title: str | None = None, labels: Mapping[str, Callabl
     try:
         from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
         from matplotlib.figure import Figure
-    except ImportError:  # pragma: no cover - exercised only without the extra
+    except ImportError:  # without the plot extra
         raise ImportError("sq.plot needs matplotlib: pip install 'streamql[plot]'") from None
 
     if span is not None and not (isinstance(span, tuple) and len(span) == 2 and span[0] < span[1]):

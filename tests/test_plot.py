@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from collections import Counter
 import pytest
@@ -84,3 +86,18 @@ def test_from_spark_the_size_guard_fires_before_collecting(spark: SparkSession) 
         sq.plot.timeline(averages, binder, max_events=3)
     with pytest.raises(sq.BindingError, match="pass result= only with reference inputs"):
         sq.plot.timeline(averages, binder, result=binder.run(averages))
+
+
+def test_streamql_imports_without_matplotlib_and_plot_says_what_to_install() -> None:
+    script = (
+        "import sys; sys.modules['matplotlib'] = None  # as if it were not installed\n"
+        "import streamql as sq\n"
+        "from support.timelines import EVERY_3, READINGS, averages\n"
+        "try:\n"
+        "    sq.plot.timeline(averages, {'readings': sq.reference.ReferenceInput(READINGS, EVERY_3)})\n"
+        "except ImportError as e:\n"
+        "    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=pathlib.Path(__file__).parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "sq.plot needs matplotlib: pip install 'streamql[plot]'"

@@ -215,7 +215,7 @@ def _has_infinity(tl: Timeline) -> bool:
 def _default_title(tl: Timeline) -> str:
     r = tl.result
     released = len(r.edges) if tl.output is Shape.EDGE else len(r.events)
-    return (f"{released} {'edges' if tl.output is Shape.EDGE else 'events'} released by {len(tl.steps)} output CTIs"
+    return (f"{released} {'edges' if tl.output is Shape.EDGE else 'events'} released in {len(tl.steps)} release steps"
             f" · dropped {r.dropped} · adjusted {r.adjusted}")
 
 

@@ -97,3 +97,9 @@ class AdvanceTimeSettings:
             raise ValueError(f"import_ must be an AdvanceTimeImport, got {self.import_!r}")
         if not isinstance(self.policy, AdvanceTimePolicy):
             raise ValueError(f"policy must be an AdvanceTimePolicy, got {self.policy!r}")
+
+    def without_flush(self) -> AdvanceTimeSettings:
+        """These settings for a run that has not ended: no final INFINITY CTI."""
+        if self.generation is None or not self.generation.flush:
+            return self
+        return attrs.evolve(self, generation=attrs.evolve(self.generation, flush=False))

@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Sequence
 
 import attrs
 
-from streamql.advance_time import AdvanceTimeSettings
 from streamql.errors import BindingError
-from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, InputItem, Result, Shape, StartEdge
+from streamql.events import Edge, EdgeKind, EndEdge, Event, Insert, InputItem, Result, Shape, StartEdge
 from streamql.payload import PayloadSchema, sort_key
 from streamql.query.stream import Stream
 from streamql.reference import declared_inputs, run
 from streamql.reference.inputs import IngressState, Lifetime, ReferenceInput, ingest
-from streamql.time import INFINITY, INFINITY_MICROS, TICK, from_micros, to_micros
+from streamql.time import INFINITY, TICK, from_micros, to_micros
 
 if TYPE_CHECKING:
     from streamql.binder import Binder
@@ -188,16 +187,20 @@ def _input_lane(name: str, inputs: Mapping[str, ReferenceInput[Any]], state: Ing
     return Lane(name, bars, ctis)
 
 
+def _mark(start: datetime, end: datetime) -> Mark:
+    return Mark.OPEN if end == INFINITY else (Mark.POINT if end - start == TICK else Mark.INTERVAL)
+
+
 def _accepted(e: Lifetime) -> Bar:
-    mark = Mark.OPEN if e.end == INFINITY_MICROS else (Mark.POINT if e.end == e.start + 1 else Mark.INTERVAL)
+    start, end = from_micros(e.start), from_micros(e.end)
     original = from_micros(e.original_start) if e.original_start != e.start else None
-    return Bar(from_micros(e.start), from_micros(e.end), e.payload, mark, adjusted=e.adjusted, original_start=original)
+    return Bar(start, end, e.payload, _mark(start, end), adjusted=e.adjusted, original_start=original)
 
 
 def _dropped(item: InputItem[Any]) -> Bar:
     if isinstance(item, Insert):
         start, end = _as_datetime(item.start), _as_datetime(item.end)
-        return Bar(start, end, item.payload, Mark.POINT if end - start == TICK else Mark.INTERVAL, dropped=True)
+        return Bar(start, end, item.payload, _mark(start, end), dropped=True)
     if isinstance(item, StartEdge):
         return Bar(_as_datetime(item.start), INFINITY, item.payload, Mark.OPEN, dropped=True)
     assert isinstance(item, EndEdge), item  # a late end edge under DROP: its event stays open
@@ -212,15 +215,9 @@ def _length(inputs: Mapping[str, ReferenceInput[Any]]) -> int:
     return max((len(i.events) for i in inputs.values()), default=0)
 
 
-def _without_flush(settings: AdvanceTimeSettings | None) -> AdvanceTimeSettings | None:
-    if settings is None or settings.generation is None or not settings.generation.flush:
-        return settings
-    return attrs.evolve(settings, generation=attrs.evolve(settings.generation, flush=False))
-
-
 def _prefix(inputs: Mapping[str, ReferenceInput[Any]], count: int) -> dict[str, ReferenceInput[Any]]:
     """The first ``count`` arrival positions of every input, as a run that has not ended (no flush)."""
-    return {name: ReferenceInput(i.events[:count], _without_flush(i.advance_time), i.bad_rows)
+    return {name: ReferenceInput(i.events[:count], i.advance_time and i.advance_time.without_flush(), i.bad_rows)
             for name, i in inputs.items()}
 
 
@@ -302,9 +299,7 @@ def _output_lanes(result: Result[Any], steps: list[Step], output: Shape, schema:
                     bars.append(Bar(edge.start, INFINITY, edge.payload, Mark.OPEN, step=take(edge)))
     else:
         for event in result.events:
-            mark = Mark.OPEN if event.end == INFINITY else (
-                Mark.POINT if event.end - event.start == TICK else Mark.INTERVAL)
-            bars.append(Bar(event.start, event.end, event.payload, mark, step=take(event)))
+            bars.append(Bar(event.start, event.end, event.payload, _mark(event.start, event.end), step=take(event)))
     ctis = [CtiMark(step.cti, step.number) for step in steps]
     if group_by is None:
         return [Lane("output", bars, ctis, output=True)]

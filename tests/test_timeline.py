@@ -102,10 +102,7 @@ def test_release_steps_partition_the_result_and_follow_the_prefix_runs(
     for s in tl.steps:
         if s.position is None:
             continue
-        no_flush = advance if advance is None or advance.generation is None else sq.AdvanceTimeSettings(
-            generation=sq.AdvanceTimeGeneration(every_events=advance.generation.every_events,
-                                                every=advance.generation.every, delay=advance.generation.delay,
-                                                flush=False), policy=advance.policy)
+        no_flush = None if advance is None else advance.without_flush()
         prefix = sq.reference.run(q, {"s": sq.reference.ReferenceInput(items[:s.position + 1], no_flush)}, output)
         upto = Counter(v for earlier in tl.steps[:s.number] for v in earlier.released)
         assert upto == Counter(prefix.edges if output is sq.Shape.EDGE else prefix.events)

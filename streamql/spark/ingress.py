@@ -111,7 +111,8 @@ def _check_time(b: Binding, role: str, name: str, dtype: T.DataType) -> None:
                        + how.replace("(c)", f"({name!r})"))
 
 
-def _micros(column: Column, dtype: T.DataType) -> Column:
+def micros(column: Column, dtype: T.DataType) -> Column:
+    """A timestamp or integer column as microseconds; past the greatest finite time it is INFINITY."""
     micros = F.unix_micros(column) if isinstance(dtype, T.TimestampType) else column.cast("long")
     # datetime.max (and anything past the greatest finite time) is INFINITY
     return F.when(micros > F.lit(MAX_MICROS), F.lit(INFINITY_MICROS)).otherwise(micros)
@@ -128,7 +129,7 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
     check_binding(b)
     df = b.source
     types = {f.name: f.dataType for f in df.schema.fields}
-    start = _micros(F.col(b.start), types[b.start])
+    start = micros(F.col(b.start), types[b.start])
     is_cti = F.upper(F.col(b.kind)) == "CTI" if b.kind is not None else F.lit(False)
     is_insert = F.upper(F.col(b.kind)) == "INSERT" if b.kind is not None else F.lit(True)
     shape = b.node.shape
@@ -136,7 +137,7 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
         end = F.when(start >= F.lit(MAX_MICROS), F.lit(INFINITY_MICROS)).otherwise(start + 1)
     else:
         assert b.end is not None
-        end = _micros(F.col(b.end), types[b.end])
+        end = micros(F.col(b.end), types[b.end])
     reasons = [(F.col(b.start).isNull(), F.lit(f"{b.start} is null"))]
     if b.kind is not None:
         reasons.insert(0, (F.col(b.kind).isNull() | ~(is_cti | is_insert),

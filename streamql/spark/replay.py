@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from streamql.errors import BindingError
 from streamql.events import Cti, EndEdge, InputItem, Insert, Shape, StartEdge
 from streamql.query.nodes import inputs_of
 from streamql.query.stream import Stream
 from streamql.reference.inputs import ReferenceInput
-from streamql.spark.ingress import Binding
+from streamql.spark.ingress import Binding, micros
 from streamql.spark.schema import collectable, column_for_field, payload_from_row
 
 if TYPE_CHECKING:
@@ -28,7 +26,11 @@ def reference_inputs(binder: Binder, q: Stream[Any], max_events: int) -> dict[st
     """The rows of every input ``q`` reads (and of the inputs they import CTIs from) as reference
     items in arrival order. Rows are counted first: more than ``max_events`` in all is an error."""
     bindings = binder._bindings
-    names = _with_imported(set(inputs_of(q.node)), bindings)
+    read = set(inputs_of(q.node))
+    missing = sorted(read - set(bindings))
+    if missing:
+        raise BindingError(f"the query reads inputs that are not bound: {', '.join(missing)}")
+    names = binder._scan_order(read)  # with the inputs they import CTIs from
     for name in names:
         b = bindings[name]
         if b.source.isStreaming:
@@ -48,29 +50,6 @@ def reference_inputs(binder: Binder, q: Stream[Any], max_events: int) -> dict[st
             for name in sorted(names)}
 
 
-def _with_imported(names: set[str], bindings: dict[str, Binding]) -> set[str]:
-    missing = sorted(names - set(bindings))
-    if missing:
-        raise BindingError(f"the query reads inputs that are not bound: {', '.join(missing)}")
-    found = set(names)
-    for name in names:
-        settings = bindings[name].advance_time
-        while settings is not None and settings.import_ is not None and settings.import_.from_input not in found:
-            source = settings.import_.from_input
-            if source not in bindings:
-                raise BindingError(f"input {name!r} imports the CTIs of {source!r}, which is not bound")
-            found.add(source)
-            settings = bindings[source].advance_time
-    return found
-
-
-def _micros(b: Binding, name: str | None) -> Column:
-    if name is None:
-        return F.lit(None).cast("long")
-    column = F.col(name)
-    return F.unix_micros(column) if isinstance(b.source.schema[name].dataType, T.TimestampType) else column
-
-
 def _items(b: Binding) -> list[InputItem[Any]]:
     schema = b.node.schema
     types = {f.name: f.dataType for f in b.source.schema.fields}
@@ -80,7 +59,8 @@ def _items(b: Binding) -> list[InputItem[Any]]:
     edge = F.upper(F.col(b.edge)) if b.edge is not None else F.lit(None).cast("string")
     arrival = F.col(b.arrival) if b.arrival is not None else F.lit(0)
     # collect() keeps partition order, the default arrival order; a sort by the arrival column is stable
-    rows = b.source.select(arrival, kind, edge, _micros(b, b.start), _micros(b, b.end), *payload).collect()
+    end_column = micros(F.col(b.end), types[b.end]) if b.end is not None else F.lit(None).cast("long")
+    rows = b.source.select(arrival, kind, edge, micros(F.col(b.start), types[b.start]), end_column, *payload).collect()
     if b.arrival is not None:
         rows.sort(key=lambda r: (r[0] is not None, 0 if r[0] is None else r[0]))
     items: list[InputItem[Any]] = []

@@ -49,18 +49,12 @@ def ordered(values: list[Any], q: sq.Stream[Any]) -> list[Any]:
     return sorted(values, key=lambda e: (e.start, e.end, sort_key(schema, e.payload)))
 
 
-def _without_flush(settings: sq.AdvanceTimeSettings | None) -> sq.AdvanceTimeSettings | None:
-    if settings is None or settings.generation is None:
-        return settings
-    return attrs.evolve(settings, generation=attrs.evolve(settings.generation, flush=False))
-
-
 def expected_after(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: int, final: bool,
                    output: sq.Shape) -> list[Any]:
     """What the reference releases over the first ``cut`` items of every input (flushing only when
     ``final``)."""
     result = sq.reference.run(q, {
-        name: sq.reference.ReferenceInput(i.items[:cut], i.settings if final else _without_flush(i.settings),
+        name: sq.reference.ReferenceInput(i.items[:cut], i.settings if final or i.settings is None else i.settings.without_flush(),
                                           i.bad_rows)
         for name, i in inputs.items()}, output)
     return ordered(result.edges if output is sq.Shape.EDGE else result.events, q)

@@ -11,6 +11,7 @@ import attrs
 from streamql.expr.nodes import Expr
 from streamql.payload import PayloadSchema
 from streamql.query.nodes import Node
+from streamql.time import INFINITY_MICROS
 
 
 def least_cti(ctis: tuple[int | None, ...]) -> int | None:
@@ -20,10 +21,15 @@ def least_cti(ctis: tuple[int | None, ...]) -> int | None:
     return min(c for c in ctis if c is not None)
 
 
-def least_finite_cti(finite_ctis: tuple[int | None, ...]) -> int | None:
+def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | None, ...]) -> int | None:
     """A multi-stream operator's greatest finite CTI (the horizon of windows over events that never
-    end, DESIGN §5): the least of its inputs' that have one (docs/decisions.md: exact when the inputs
-    reach INFINITY together)."""
+    end, DESIGN §5) from its inputs' final and greatest finite CTIs, for a compiler that does not
+    keep the CTI history (the reference evaluator computes it from the history): while the least
+    final CTI is finite it is that; once every input is at INFINITY, the least of the inputs'
+    greatest finite CTIs — exact when the inputs reach INFINITY at one arrival (docs/decisions.md)."""
+    cti = least_cti(ctis)
+    if cti is None or cti != INFINITY_MICROS:
+        return cti
     known = [c for c in finite_ctis if c is not None]
     return min(known) if known else None
 

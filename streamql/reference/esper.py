@@ -38,11 +38,13 @@ def in_order(events: list[Ev], schema: PayloadSchema) -> list[Ev]:
 
 def _reached(t: int, cti: int | None, ordered: list[Ev], upto: int) -> bool:
     """Whether a lifetime boundary at ``t``, the start of ``ordered[upto - 1]``, is final: ``t``
-    passes the CTI, or reaches it and every event at ``t`` up to there has a stable head (a later
-    event at ``t`` may take a place among them, but the boundary stays at ``t``)."""
+    passes the CTI, or reaches it and ``upto`` events with stable heads start at or before ``t``
+    (every event before ``t`` has one; an event at ``t`` whose head is not stable may vanish or
+    take another place among those at ``t``, but as long as enough stable ones remain, the
+    ``upto``-th start stays at ``t``; no new event can start before ``t``)."""
     if cti is None:
         return False
-    return t < cti or (t == cti and all(e.head_stable for e in ordered[:upto] if e.start == t))
+    return t < cti or (t == cti and sum(1 for e in ordered if e.start <= t and e.head_stable) >= upto)
 
 
 @events_of.register

@@ -50,7 +50,9 @@ class IngressState:
     settings: AdvanceTimeSettings | None
     bad_rows_policy: str
     cti: int | None = None
-    finite_cti: int | None = None  # the greatest CTI before INFINITY (windows over open events stop there)
+    #: the CTI after every step so far: two per position (its finite CTIs applied, then all of
+    #: them; decision 7 of docs/decisions.md) and one for the flush
+    history: list[int | None] = attrs.Factory(list)
     accepted_count: int = 0
     max_start: int | None = None
     baseline: int | None = None
@@ -64,6 +66,11 @@ class IngressState:
     @property
     def policy(self) -> AdvanceTimePolicy:
         return self.settings.policy if self.settings is not None else AdvanceTimePolicy.DROP
+
+    @property
+    def finite_cti(self) -> int | None:
+        """The greatest finite CTI this input has had (windows over open events stop there)."""
+        return max((c for c in self.history if c is not None and c != INFINITY_MICROS), default=None)
 
     @property
     def adjusted(self) -> int:
@@ -159,7 +166,7 @@ class IngressState:
         cti = self.cti
         if cti is not None and end < cti:
             if self.policy is AdvanceTimePolicy.DROP:
-                self.open_edges.remove(match)  # ignored: the event stays open for good
+                # ignored: as if it never arrived, so a later end edge may still close the event
                 self.dropped += 1
                 return
             end = cti
@@ -192,25 +199,18 @@ class IngressState:
             generated = shift(self.max_start, -duration_micros(generation.delay))
             self.pending_ctis.append(generated if self.cti is None else max(self.cti, generated))
 
-    def commit_ctis(self) -> bool:
-        """Phase 2 of a position: this position's CTIs take effect. Returns whether the CTI moved."""
-        before = self.cti
+    def commit_ctis(self, finite_only: bool) -> None:
+        """A sub-step of a position: this position's CTIs take effect — its finite ones first
+        (``finite_only``), then all of them (DESIGN §5: the CTI becomes their maximum)."""
         for cti in self.pending_ctis:
-            self.cti = cti if self.cti is None else max(self.cti, cti)
-        self.pending_ctis.clear()
-        self._note_finite()
-        return self.cti != before
+            if not (finite_only and cti == INFINITY_MICROS):
+                self.take_cti(cti)
+        if not finite_only:
+            self.pending_ctis.clear()
 
-    def take_cti(self, cti: int | None) -> bool:
-        if cti is None or (self.cti is not None and self.cti >= cti):
-            return False
-        self.cti = cti
-        self._note_finite()
-        return True
-
-    def _note_finite(self) -> None:
-        if self.cti is not None and self.cti != INFINITY_MICROS:
-            self.finite_cti = self.cti
+    def take_cti(self, cti: int | None) -> None:
+        if cti is not None and (self.cti is None or cti > self.cti):
+            self.cti = cti
 
 
 def ingest(inputs: Mapping[str, ReferenceInput[Any]], declared: Mapping[str, tuple[PayloadSchema | None, Shape]]
@@ -232,14 +232,19 @@ def ingest(inputs: Mapping[str, ReferenceInput[Any]], declared: Mapping[str, tup
             items = inputs[name].events
             if position < len(items):
                 state.arrive(position, items[position])
-        for state in states.values():
-            state.commit_ctis()
-        _propagate_imports(states, imports)
+        for finite_only in (True, False):
+            for state in states.values():
+                state.commit_ctis(finite_only)
+            _propagate_imports(states, imports, finite_only)
+            for state in states.values():
+                state.history.append(state.cti)
     for state in states.values():
         generation = state.settings.generation if state.settings is not None else None
         if generation is not None and generation.flush:
             state.take_cti(INFINITY_MICROS)
-    _propagate_imports(states, imports)
+    _propagate_imports(states, imports, finite_only=False)
+    for state in states.values():
+        state.history.append(state.cti)
     return states
 
 
@@ -272,6 +277,9 @@ def _import_order(states: Mapping[str, IngressState]) -> list[tuple[str, str]]:
     return order
 
 
-def _propagate_imports(states: Mapping[str, IngressState], order: Sequence[tuple[str, str]]) -> None:
+def _propagate_imports(states: Mapping[str, IngressState], order: Sequence[tuple[str, str]],
+                       finite_only: bool) -> None:
     for importer, source in order:
-        states[importer].take_cti(states[source].cti)
+        imported = states[source].cti
+        if not (finite_only and imported == INFINITY_MICROS):
+            states[importer].take_cti(imported)

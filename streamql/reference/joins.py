@@ -2,8 +2,9 @@
 
 Stability (DESIGN §5) comes from two facts about any stream at CTI ``c`` that the operators keep:
 an event whose start or payload may still change starts at or after ``c``; an event whose end may
-still change will end at or after ``c``. So a partner whose end is not stable is still alive at
-any ``t < c`` of its stream, and a boundary at ``t < c`` of the other stream cannot move.
+still change will end at or after ``c`` (or its own ``end_floor``, operators.end_floor). So a
+partner whose end is not stable is still alive before that bound, and a boundary at ``t < c`` of
+the other stream cannot move.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Mapping
 from streamql.expr.nodes import Expr
 from streamql.query import joins
 from streamql.reference.expressions import evaluate
-from streamql.reference.operators import Ev, Flow, events_of
+from streamql.reference.operators import Ev, Flow, end_floor, events_of
 
 
 def _holds(on: Expr | None, left: Ev, right: Ev) -> bool:
@@ -21,26 +22,41 @@ def _holds(on: Expr | None, left: Ev, right: Ev) -> bool:
 
 def _alive_at(e: Ev, t: int, cti: int | None) -> bool:
     """Whether ``e`` (with a stable head) is certain to be alive at ``t``, a time inside its current
-    lifetime: ``t`` is its start, its end is stable, or ``t`` is before its stream's CTI (an
-    unstable end will be at or after the CTI)."""
-    return t == e.start or e.end_stable or (cti is not None and t < cti)
+    lifetime: ``t`` is its start, or its end, whatever it becomes, is after ``t``."""
+    floor = end_floor(e, cti)
+    return t == e.start or (floor is not None and t < floor)
+
+
+def _least(*times: int | None) -> int | None:
+    """The least of ``times``, or None if any is unknown."""
+    if any(t is None for t in times):
+        return None
+    return min(t for t in times if t is not None)
+
+
+def _reaches(left: Ev, left_cti: int | None, right: Ev) -> bool:
+    """Whether ``right``, starting after ``left``'s start, cuts ``left`` whatever ``left``'s end becomes:
+    it starts inside ``left``'s lifetime, or exactly at an end that may still grow but not shrink
+    (a cut there keeps the end where it is)."""
+    return right.start < left.end or (not left.end_stable and right.start == end_floor(left, left_cti) == left.end)
 
 
 def _boundary_final(b: int, left: Ev, makers: list[Ev], left_cti: int | None, right_cti: int | None) -> bool:
     """Whether the end ``b`` of a piece of ``left`` — ``left``'s own end, or the start of the right
-    events ``makers`` — is final: no later right event can start before it (``b`` passes the right
-    CTI, or reaches it and what makes it is stable) and ``left`` will still be alive there."""
-    stable_maker = (b == left.end and left.end_stable) or any(r.head_stable for r in makers)
-    against_right = right_cti is not None and (b < right_cti or (b == right_cti and stable_maker))
-    if b == left.end:
-        return against_right and left.end_stable
-    return against_right and (left.end_stable or (left_cti is not None and b <= left_cti))
+    events ``makers`` — is final: no right event can still start before it (``b`` is at or before
+    the right CTI), and it cannot move later: it is ``left``'s stable end, or a right event with a
+    stable start and payload starts at ``b`` and ``left`` surely lasts until ``b``."""
+    if right_cti is None or b > right_cti:
+        return False
+    if b == left.end and left.end_stable:
+        return True
+    floor = end_floor(left, left_cti)
+    return any(r.head_stable for r in makers) and floor is not None and b <= floor
 
 
 def binary_flow(node: joins.Binary | joins.Union, sources: list[Flow], events: list[Ev]) -> Flow:
-    """``events`` with the least of the sources' CTIs; the greatest finite CTI is the least of theirs."""
-    return Flow(events, node.output_cti(tuple(s.cti for s in sources)),
-                joins.least_finite_cti(tuple(s.finite_cti for s in sources)))
+    """``events`` with the least of the sources' CTIs at every step."""
+    return Flow(events, tuple(node.output_cti(step) for step in zip(*(s.ctis for s in sources))))
 
 
 @events_of.register
@@ -61,7 +77,8 @@ def _join(node: joins.Join, env: Mapping[str, Flow]) -> Flow:
             stable = head and ((l.end_stable and r.end_stable)
                                or (l.end_stable and _alive_at(r, l.end - 1, right.cti) and l.end <= r.end)
                                or (r.end_stable and _alive_at(l, r.end - 1, left.cti) and r.end <= l.end))
-            events.append(Ev(start, end, payload, stable, head))
+            floor = _least(end_floor(l, left.cti), end_floor(r, right.cti))
+            events.append(Ev(start, end, payload, stable, head, None if stable else floor))
     return binary_flow(node, [left, right], events)
 
 
@@ -70,8 +87,8 @@ def _anti_join(node: joins.AntiJoin, env: Mapping[str, Flow]) -> Flow:
     left, right = events_of(node.left, env), events_of(node.right, env)
     events = []
     for l in left.events:
-        matches = sorted((r for r in right.events if r.start < l.end and l.start < r.end and _holds(node.on, l, r)),
-                         key=lambda r: r.start)
+        candidates = [r for r in right.events if l.start < r.end and _reaches(l, left.cti, r) and _holds(node.on, l, r)]
+        matches = sorted((r for r in candidates if r.start < l.end), key=lambda r: r.start)
         pieces, t = [], l.start
         for r in matches:
             if r.start > t:
@@ -79,11 +96,14 @@ def _anti_join(node: joins.AntiJoin, env: Mapping[str, Flow]) -> Flow:
             t = max(t, r.end)
         if t < l.end:
             pieces.append((t, l.end))
+        # an end that may still change is cut by a right event starting at or after the right CTI at the earliest
+        floor = _least(end_floor(l, left.cti), right.cti)
         for a, b in pieces:
             # a piece keeps its start once no later right event can start before it and left surely reaches it
             head = (l.head_stable and right.cti is not None and a < right.cti and _alive_at(l, a, left.cti))
-            makers = [r for r in matches if r.start == b]
-            events.append(Ev(a, b, l.payload, head and _boundary_final(b, l, makers, left.cti, right.cti), head))
+            makers = [r for r in candidates if r.start == b]
+            stable = head and _boundary_final(b, l, makers, left.cti, right.cti)
+            events.append(Ev(a, b, l.payload, stable, head, None if stable else floor))
     return binary_flow(node, [left, right], events)
 
 
@@ -92,11 +112,12 @@ def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
     left, right = events_of(node.left, env), events_of(node.right, env)
     events = []
     for l in left.events:
-        cuts = [r for r in right.events if l.start < r.start < l.end and _holds(node.on, l, r)]
+        cuts = [r for r in right.events if l.start < r.start and _reaches(l, left.cti, r) and _holds(node.on, l, r)]
         end = min((r.start for r in cuts), default=l.end)
         makers = [r for r in cuts if r.start == end]
         stable = l.head_stable and _boundary_final(end, l, makers, left.cti, right.cti)
-        events.append(Ev(l.start, end, l.payload, stable, l.head_stable))
+        floor = _least(end_floor(l, left.cti), right.cti)
+        events.append(Ev(l.start, end, l.payload, stable, l.head_stable, None if stable else floor))
     return binary_flow(node, [left, right], events)
 
 

@@ -1,9 +1,11 @@
 """The reference semantics of each operator over whole streams of lifetimes.
 
-An operator's output is a ``Flow``: its events and its CTI (the final one, and the greatest finite
-one). An ``Ev`` carries its lifetime, payload and what of it is stable (DESIGN §5): ``head_stable``
-— start and payload; ``end_stable`` — the whole event. An event starting before its stream's CTI
-has a stable head; accepted input events always do.
+An operator's output is a ``Flow``: its events and its CTI after every step of the run (the last
+is the final CTI). An ``Ev`` carries its lifetime, payload and what of it is stable (DESIGN §5):
+``head_stable`` — start and payload; ``end_stable`` — the whole event. An event starting before
+its stream's CTI has a stable head, and an end that is not stable will be at or after the
+stream's CTI — or at or after the event's own ``end_floor``, when that is later (the event of a
+union keeps its own input's bound).
 """
 from __future__ import annotations
 
@@ -28,26 +30,51 @@ class Ev:
     payload: Any
     end_stable: bool
     head_stable: bool = True
+    #: an end that is not stable will be at or after this time (None: the stream's CTI bounds it)
+    end_floor: int | None = None
+
+
+def end_floor(e: Ev, cti: int | None) -> int | None:
+    """The least end ``e`` (with a stable head) can still get in a stream whose CTI is ``cti``."""
+    if e.end_stable:
+        return e.end
+    bounds = [t for t in (e.end_floor, cti) if t is not None]
+    return max(bounds) if bounds else None
 
 
 @attrs.frozen
 class Flow:
-    """A stream at some operator's output: its events, its final CTI and its greatest finite CTI."""
+    """A stream at some operator's output: its events and its CTI after every step of the run
+    (all flows of a run have as many steps; the last is the final CTI)."""
 
     events: list[Ev]
-    cti: int | None
-    finite_cti: int | None
+    ctis: tuple[int | None, ...]
+
+    @property
+    def cti(self) -> int | None:
+        return self.ctis[-1] if self.ctis else None
+
+    @property
+    def finite_cti(self) -> int | None:
+        """The greatest finite CTI the stream has had (DESIGN §5's horizon: "as they arrive")."""
+        return max((c for c in self.ctis if c is not None and c != INFINITY_MICROS), default=None)
 
     def derived(self, node: nodes.Node, events: list[Ev]) -> Flow:
         """``events`` with the CTIs of ``node`` (a one-input operator with a static CTI rule) over this flow."""
-        return Flow(events, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)))
+        return Flow(events, tuple(node.output_cti((c,)) for c in self.ctis))
 
 
 def input_flow(state: IngressState) -> Flow:
-    # once the final CTI is INFINITY, no end edge can come: an open event never ends, stably
-    forever = state.cti == INFINITY_MICROS
-    return Flow([Ev(e.start, e.end, e.payload, e.closed or forever) for e in state.events],
-                state.cti, state.finite_cti)
+    cti = state.cti
+    events = []
+    for e in state.events:
+        # once the final CTI is INFINITY, no end edge can come: an open event never ends, stably
+        closed = e.closed or cti == INFINITY_MICROS
+        # a start edge that ADJUST moved to the CTI c is emptied by an end edge at c: nothing of
+        # it is stable until its end edge comes or the CTI passes c (DESIGN §5)
+        head = closed or not e.adjusted or (cti is not None and cti > e.start)
+        events.append(Ev(e.start, e.end, e.payload, closed, head, None if closed else cti))
+    return Flow(events, tuple(state.history))
 
 
 @singledispatch
@@ -96,12 +123,14 @@ def _alter_lifetime(node: nodes.AlterLifetime, env: Mapping[str, Flow]) -> Flow:
     result = []
     for e in source.events:
         start = shift(e.start, moved)
+        floor = None
         if node.duration is None:
             end, stable = shift(e.end, moved), e.end_stable
+            floor = None if e.end_floor is None else shift(e.end_floor, moved)
         else:
             end, stable = shift(start, duration_micros(node.duration)), e.head_stable
         if end > start and start < INFINITY_MICROS:
-            result.append(Ev(start, end, e.payload, stable, e.head_stable))
+            result.append(Ev(start, end, e.payload, stable, e.head_stable, floor))
     return source.derived(node, result)
 
 

@@ -52,13 +52,20 @@ def snapshot(events: list[Ev], cti: int | None) -> list[Formed]:
 
 
 def hopping(spec: windows.HoppingWindow, events: list[Ev], cti: int | None, horizon: int | None) -> list[Formed]:
-    """Every window ``[k*hop, k*hop + size)`` that some event overlaps; an event that never ends
-    reaches the windows starting at or before ``horizon``."""
+    """Every window ``[k*hop, k*hop + size)`` that some event overlaps. An event with end INFINITY
+    reaches every window after its start: while the CTI is finite, the ones that start before the
+    CTI are produced (the later ones cannot be stable yet); once it is INFINITY, the event never
+    ends and reaches the windows starting at or before ``horizon`` (DESIGN §5)."""
     members: dict[int, list[Ev]] = {}
     for e in events:
         first = spec.first_window_ending_after(e.start)
         if e.end == INFINITY_MICROS:
-            last = first - 1 if horizon is None else horizon // spec.hop
+            if cti is None:
+                last = first - 1
+            elif cti != INFINITY_MICROS:
+                last = (cti - 1) // spec.hop
+            else:
+                last = first - 1 if horizon is None else horizon // spec.hop
         else:
             last = (e.end - 1) // spec.hop
         for k in range(first, last + 1):
@@ -72,8 +79,14 @@ def hopping(spec: windows.HoppingWindow, events: list[Ev], cti: int | None, hori
     return formed
 
 
-def counted(spec: windows.CountWindow, events: list[Ev], cti: int | None) -> tuple[list[Formed], int | None]:
-    """Windows over ``n`` consecutive distinct start times, and the group's output CTI."""
+def counted(spec: windows.CountWindow, events: list[Ev], ctis: tuple[int | None, ...]
+            ) -> tuple[list[Formed], tuple[int | None, ...]]:
+    """Windows over ``n`` consecutive distinct start times, and the group's output CTI at every step.
+
+    The output CTI of an earlier step is computed from the final events: what starts before a
+    step's CTI was there, as it is now, at that step (DESIGN §5's propagation), and only those
+    starts decide it."""
+    cti = ctis[-1] if ctis else None
     starts = sorted({e.start for e in events})
     formed = []
     for i in range(len(starts) - spec.n + 1):
@@ -82,7 +95,7 @@ def counted(spec: windows.CountWindow, events: list[Ev], cti: int | None) -> tup
         inside = [_clip(e, first, end) for e in events if first <= e.start <= last]
         stable = cti is not None and (cti == INFINITY_MICROS or last < cti)
         formed.append(Formed(first, end, inside, stable, stable))
-    return formed, count_window_cti(spec, starts, cti)
+    return formed, tuple(count_window_cti(spec, starts, c) for c in ctis)
 
 
 def count_window_cti(spec: windows.CountWindow, starts: list[int], cti: int | None) -> int | None:
@@ -150,13 +163,21 @@ def _horizon(flow: Flow) -> int | None:
     return max(times, default=None)
 
 
+def _least_steps(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> tuple[int | None, ...]:
+    """Step by step, the lesser of two CTI histories (a step with no CTI in ``b`` keeps ``a``'s)."""
+    return tuple(x if x is None or y is None else min(x, y) for x, y in zip(a, b))
+
+
 def _window_flow(node: windows.WindowAggregate, source: Flow) -> Flow:
     spec, cti = node.window, source.cti
     aggregates = aggregates_of(node.projection)
     key_leaf = GroupKey(node.key.type) if node.key is not None else None
     horizon = _horizon(source)
     events: list[Ev] = []
-    output_cti = spec.output_cti(cti) if not spec.cti_depends_on_data else cti
+    if spec.cti_depends_on_data:
+        output_ctis = source.ctis
+    else:
+        output_ctis = tuple(spec.output_cti(c) for c in source.ctis)
     for key_value, group in _groups(node.key, source.events).values():
         if isinstance(spec, windows.SnapshotWindow):
             formed = snapshot(group, cti)
@@ -164,16 +185,14 @@ def _window_flow(node: windows.WindowAggregate, source: Flow) -> Flow:
             formed = hopping(spec, group, cti, horizon)
         else:
             assert isinstance(spec, windows.CountWindow)
-            formed, group_cti = counted(spec, group, cti)
-            if group_cti is not None and output_cti is not None:
-                output_cti = min(output_cti, group_cti)
+            formed, group_ctis = counted(spec, group, source.ctis)
+            output_ctis = _least_steps(output_ctis, group_ctis)
         for w in formed:
             leaves: dict[Expr, Any] = {a: aggregate(a, w.members) for a in aggregates}
             if key_leaf is not None:
                 leaves[key_leaf] = key_value
             events.append(Ev(w.start, w.end, evaluate(node.projection, [], leaves), w.stable, w.head_stable))
-    finite = spec.output_cti(source.finite_cti) if not spec.cti_depends_on_data else source.finite_cti
-    return Flow(events, output_cti, finite)
+    return Flow(events, output_ctis)
 
 
 @events_of.register
@@ -191,13 +210,12 @@ def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
     source = events_of(node.source, env)
     key_leaf = GroupKey(node.key.type)
     # every group sees the same CTIs, including groups with no events yet (DESIGN §5)
-    empty = events_of(node.apply, {**env, GROUP: Flow([], source.cti, source.finite_cti)})
-    cti = empty.cti
+    empty = events_of(node.apply, {**env, GROUP: Flow([], source.ctis)})
+    ctis = empty.ctis
     events: list[Ev] = []
     for key_value, group in _groups(node.key, source.events).values():
-        inner = events_of(node.apply, {**env, GROUP: Flow(group, source.cti, source.finite_cti)})
-        if inner.cti is not None and cti is not None:
-            cti = min(cti, inner.cti)
+        inner = events_of(node.apply, {**env, GROUP: Flow(group, source.ctis)})
+        ctis = _least_steps(ctis, inner.ctis)
         leaves: dict[Expr, Any] = {key_leaf: key_value}
         events.extend(attrs.evolve(e, payload=evaluate(node.result, [e.payload], leaves)) for e in inner.events)
-    return Flow(events, cti, empty.finite_cti)
+    return Flow(events, ctis)

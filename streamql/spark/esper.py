@@ -14,9 +14,10 @@ set in one partition. What an event needs from a later one then travels by numbe
   batch, and the last event of each batch also sends a notice to the batch before it: one shuffle
   by (group, batch) gives a batch its size, last start and heads, and the next batch's last start.
 
-An end at exactly the CTI is stable when every event starting there, up to the one making the end,
-has a stable start and payload (``reference.esper._reached``): a running ``min`` of the heads over
-the events of each start time, in order (``HEADS``), read at the event making the end.
+An end at exactly the CTI is stable when as many events with stable heads start at or before it
+as the order needs to reach the event making the end (``reference.esper._reached``): per event,
+whether the stable heads after it at its start outnumber or equal the unstable ones up to it
+(``HEADS``), read at the event making the end.
 
 ``time_batch`` is a projection.
 
@@ -35,7 +36,7 @@ from streamql.spark.ingress import CLOSED, END, HEAD, START
 from streamql.spark.operators import Flow, compile_node, shifted
 from streamql.time import INFINITY_MICROS
 
-#: whether every event with the event's start, up to it in order, has a stable start and payload
+#: whether an end at the event's start, made by it, stays there whatever the unstable heads at that start do
 HEADS = "_sq_heads"
 #: the start of the event (or batch) that ends an event's lifetime, and its ``HEADS``
 _UNTIL, _UNTIL_HEADS = "_sq_until", "_sq_until_heads"
@@ -53,14 +54,17 @@ def ranked(source: Flow, fields: list[str]) -> tuple[DataFrame, list[Column]]:
     ties = [*[F.col(f).asc_nulls_first() for f in fields], F.col(END).asc(), F.col(HEAD).desc()]
     numbered, partition = numbering(frame, source.keys, ties)
     order = [F.col(START).asc(), *ties]
-    # the numbering's own window (partitioned by the keys or by the range, in order): no shuffle or
-    # sort is added. All events of one start share a partition, so the latest start so far of an
-    # event with an unstable head is the event's own start exactly when such an event of its start
-    # comes at or before it
-    so_far = Window.partitionBy(*partition).orderBy(*order).rowsBetween(Window.unboundedPreceding,
-                                                                        Window.currentRow)
-    latest_unstable = F.max(F.when(~F.col(HEAD), F.col(START))).over(so_far)
-    heads = latest_unstable.isNull() | (latest_unstable < F.col(START))
+    # An end at the CTI t, made by the i-th event of the order, stays at t while at least i events
+    # with stable heads start at or before t (reference.esper._reached). Every event before t has
+    # one, so: the events at t after the maker with stable heads are at least as many as those at t
+    # up to it without. The numbering's partition (the keys or the range) holds all events of a
+    # start, in order: the window by start within it adds no shuffle
+    at_start = Window.partitionBy(*partition, START).orderBy(*order)
+    so_far = at_start.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    after = at_start.rowsBetween(1, Window.unboundedFollowing)
+    unstable_so_far = F.count(F.when(~F.col(HEAD), F.lit(1))).over(so_far)
+    stable_after = F.coalesce(F.count(F.when(F.col(HEAD), F.lit(1))).over(after), F.lit(0))
+    heads = stable_after >= unstable_so_far
     ranked = numbered.select(START, END, HEAD, *source.keys, *fields, ORDINAL, heads.alias(HEADS))
     return ranked, order
 

@@ -3,8 +3,9 @@ overlaps, then every (group, window) is aggregated — a generate plus one shuff
 ``window()`` grouping does, and parallel whether or not the stream is grouped.
 
 Window ``k`` is ``[k*hop, k*hop + size)``. An event ``[s, e)`` overlaps windows
-``floor((s - size) / hop) + 1`` to ``floor((e - 1) / hop)``; an event that never ends reaches the
-windows starting at or before the horizon of its group (DESIGN §5).
+``floor((s - size) / hop) + 1`` to ``floor((e - 1) / hop)``; an event with end INFINITY reaches
+the windows starting before the CTI while the CTI is finite, and once it is INFINITY (the event
+never ends) those starting at or before the horizon of its group (DESIGN §5).
 """
 from __future__ import annotations
 
@@ -31,15 +32,23 @@ def floor_div(a: Column, b: int) -> Column:
 
 
 def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...], horizon_keys: tuple[str, ...],
-                    aggregates: Sequence[Aggregate], cti: int | None, latest: DataFrame | None) -> DataFrame:
+                    aggregates: Sequence[Aggregate], cti: int | None, may_be_open: bool,
+                    latest: DataFrame | None) -> DataFrame:
     """One row per non-empty window per group of ``keys``: the window's lifetime, its stability,
-    the keys and the aggregates. ``latest`` (``horizon_keys`` + ``_sq_latest`` per event) is given
-    when events may never end: their windows stop at the greatest ``_sq_latest`` of their group."""
+    the keys and the aggregates. An event with end INFINITY (``may_be_open``) reaches every window
+    after its start: while the CTI is finite, those starting before the CTI are formed (no later
+    one can be stable yet); once it is INFINITY the event never ends, and its windows stop at the
+    greatest ``_sq_latest`` of its group in ``latest`` (``horizon_keys`` + ``_sq_latest`` per event)."""
     first = floor_div(F.col(START) - F.lit(spec.size), spec.hop) + F.lit(1)
     finite_last = floor_div(F.col(END) - F.lit(1), spec.hop)
     events = frame.withColumn(LAST, finite_last)
-    if latest is not None:
-        open_events = frame.filter(F.col(END) == F.lit(INFINITY_MICROS))
+    never_ends = F.col(END) == F.lit(INFINITY_MICROS)
+    if may_be_open and cti != INFINITY_MICROS:
+        before_cti = F.lit(None).cast("long") if cti is None else F.lit((cti - 1) // spec.hop)
+        events = frame.withColumn(LAST, F.when(never_ends, before_cti).otherwise(finite_last))
+    elif may_be_open:
+        assert latest is not None, "windows over events that never end need their horizon"
+        open_events = frame.filter(never_ends)
         if horizon_keys:
             caps = latest.groupBy(*horizon_keys).agg(F.max("_sq_latest").alias(CAP))
             open_events = _join_caps(open_events, caps, horizon_keys)
@@ -51,7 +60,7 @@ def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...]
             horizon = None if cap is None or cap[0] is None else int(cap[0])
             open_events = open_events.withColumn(
                 LAST, F.lit(None).cast("long") if horizon is None else floor_div(F.lit(horizon), spec.hop))
-        events = events.filter(F.col(END) != F.lit(INFINITY_MICROS)).unionByName(open_events)
+        events = events.filter(~never_ends).unionByName(open_events)
     # with hop > size an event can fall between windows: then first > last, and F.sequence would
     # count down instead of giving nothing
     events = events.withColumn(FIRST, first).filter(F.col(FIRST) <= F.col(LAST))
@@ -61,7 +70,11 @@ def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...]
     # members see their lifetimes clipped to the window (time-sensitive user aggregates)
     clipped_start = F.greatest(F.col(START), window_start)
     clipped_end = F.least(F.col(END), window_end)
-    formed = windowed.groupBy(*keys, WINDOW).agg(*member_aggregates(list(enumerate(aggregates)), clipped_start, clipped_end))
+    members = member_aggregates(list(enumerate(aggregates)), clipped_start, clipped_end)
+    # a select that reads no aggregate (only the key, or constants) still has one event per
+    # non-empty window: the distinct (group, window) pairs, the same one shuffle (Spark's groupBy
+    # refuses an aggregation without aggregates)
+    formed = windowed.groupBy(*keys, WINDOW).agg(*members) if members else windowed.select(*keys, WINDOW).distinct()
     start = F.col(WINDOW) * F.lit(spec.hop)
     end = shifted(start, spec.size)
     if cti is None:

@@ -37,7 +37,7 @@ from streamql.spark import arrival_scan as scan
 from streamql.spark.columns import CLOSED, END, HEAD, SEQ, START
 from streamql.spark.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress import Binding, Ingress
-from streamql.spark.operators import Flow, compile_node
+from streamql.spark.operators import Flow, compile_node, input_flow
 from streamql.spark.release import release
 from streamql.spark.retention import Floor, floors
 from streamql.time import INFINITY_MICROS
@@ -168,43 +168,58 @@ def empty_carried(plan: Plan) -> Carried:
 
 
 def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], batch: int,
-                 forever: bool) -> MatchedEdges:
+                 cti: int | None) -> MatchedEdges:
     """``streamql.spark.edge_matching`` across micro-batches: the carried start edges arrived before
-    the new rows. An event is counted (dropped, moved) in the step that decides it: when its end
-    edge comes, or when a final INFINITY CTI makes it final."""
+    the new rows, and ``cti`` is the input's CTI after the micro-batch. An event is counted
+    (dropped, moved) in the step that decides it: when its end edge comes, or when a final INFINITY
+    CTI makes it final; an end edge that DROP ignores counts in the micro-batch it arrives in."""
     rows = new.withColumn(BATCH, F.lit(batch).cast("long"))
     if carried is not None:
         rows = carried.unionByName(rows)
-    return match_end_edges(rows, payload, forever, order=(BATCH, SEQ), new=F.col(BATCH) == batch,
-                           count_open=forever)
+    return match_end_edges(rows, payload, cti, order=(BATCH, SEQ), new=F.col(BATCH) == batch,
+                           count_open=cti == INFINITY_MICROS)
 
 
-def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
-         final: bool = False) -> Step:
-    """Runs micro-batch ``batch`` (its rows per input in ``new``; an input missing from it had no
-    rows) from ``carried``. ``final``: the run stops here, and inputs with ``flush=True`` get their
-    final INFINITY CTI."""
+def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: frozenset[str],
+                  inputs: Mapping[str, InputState], new: Mapping[str, DataFrame], final: bool) -> dict[str, Ingress]:
+    """Scans the new rows (``new``; a static input's whole DataFrame until it was read once) of the
+    inputs in ``inputs``, each from the scan state it carries. Edges are not matched yet."""
     from streamql.binder import Binder  # the binder's scan order and ingress, on the new rows
 
-    state = carried.state
-    read = inputs_of(plan.query)
     sources: dict[str, Binding] = {}
-    input_rows: dict[str, int] = {}
-    for name in read:
-        b = plan.bindings[name]
+    for name in inputs:
+        b = bindings[name]
         rows = new.get(name)
-        if name in plan.static and not state.inputs[name].fed:
+        if name in static and not inputs[name].fed:
             rows = b.source
         if rows is None:
             rows = spark.createDataFrame([], b.source.schema)
         sources[name] = attrs.evolve(b, source=rows)
     binder = Binder(spark, sources)
+    read = {name: b.node for name, b in sources.items()}
     ingresses: dict[str, Ingress] = {}
-    persisted: list[DataFrame] = []
-    for name in binder._scan_order(set(read)):
-        ingresses[name] = binder._scan(name, ingresses, read, initial=state.inputs[name].scan, match_edges=False,
+    for name in binder._scan_order(set(inputs)):
+        ingresses[name] = binder._scan(name, ingresses, read, initial=inputs[name].scan, match_edges=False,
                                        final=final)
-        persisted += ingresses[name].persisted
+    return ingresses
+
+
+def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
+         final: bool = False, scanned: Mapping[str, Ingress] | None = None) -> Step:
+    """Runs micro-batch ``batch`` (its rows per input in ``new``; an input missing from it had no
+    rows) from ``carried``. ``final``: the run stops here, and inputs with ``flush=True`` get their
+    final INFINITY CTI. ``scanned``: the new rows scanned already (``scan_new_rows``, once for
+    several queries: ``Binder.start_many``); their cached frames are then the caller's to release."""
+    state = carried.state
+    read = inputs_of(plan.query)
+    input_rows: dict[str, int] = {}
+    persisted: list[DataFrame] = []
+    if scanned is None:
+        ingresses = scan_new_rows(spark, plan.bindings, plan.static, {name: state.inputs[name] for name in read},
+                                  new, final)
+        persisted += [df for ingress in ingresses.values() for df in ingress.persisted]
+    else:
+        ingresses = dict(scanned)
     flows: dict[str, Flow] = {}
     accepted: dict[str, DataFrame] = {}
     pending: dict[str, DataFrame] = {}
@@ -220,7 +235,7 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         bad_rows += ingress.bad_rows
         if node.shape is Shape.EDGE:
             matched = _match_edges(carried.pending.get(name), fresh, [f.name for f in node.schema.fields], batch,
-                                   forever)
+                                   cti)
             persisted.append(matched.persisted)
             if matched.unmatched and plan.bindings[name].bad_rows == "error":
                 raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
@@ -244,7 +259,7 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         persisted.append(fresh)
         accepted[name] = fresh
         events = fresh if still_open is None else fresh.unionByName(still_open)
-        flows[name] = Flow(events, cti, finite)
+        flows[name] = input_flow(events, cti, finite)
         inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite,
                                     fed=before.fed or name in plan.static)
         input_rows[name] = ingress.rows
@@ -429,4 +444,5 @@ class StateStore:
         return batches[-1] if batches else None
 
 
-__all__ = ["BATCH", "Carried", "InputState", "Plan", "RunState", "StateStore", "Step", "empty_carried", "step"]
+__all__ = ["BATCH", "Carried", "InputState", "Plan", "RunState", "StateStore", "Step", "empty_carried", "scan_new_rows",
+           "step"]

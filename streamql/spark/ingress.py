@@ -496,7 +496,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows)
     if b.node.shape is Shape.EDGE:
         # the scan's counts include end edges that turn out unmatched: the matching counts instead
-        matched = match_end_edges(events, payload, forever=final == INFINITY_MICROS)
+        matched = match_end_edges(events, payload, None if final == scan.NONE else final)
         persisted.append(matched.persisted)
         if matched.unmatched and b.bad_rows == "error":
             first = prepared.filter(F.col(SEQ) == matched.first_unmatched).select(START, END).first()

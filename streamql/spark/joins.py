@@ -27,10 +27,26 @@ The levels present in each input are read when the plan is built (one small aggr
 an input holds events that never end).
 
 **anti_join and clip** need, per left event, all its matching right events. A left event is
-identified by all its columns (lifetime, flags, keys, payload): its pairs and the event itself go
-into one window partition — identical left events share it, and each copy gets the same output,
-which is what the reference gives them. The pieces of an anti-join are the gaps between the
-running maximum of the matches' ends (ordered by start); a clip's cut is their least start.
+identified by all its columns (lifetime, flags, floor, keys, payload): its pairs and the event
+itself go into one window partition — identical left events share it, and each copy gets the same
+output, which is what the reference gives them. The pieces of an anti-join are the gaps between
+the running maximum of the matches' ends (ordered by start); a clip's cut is their least start.
+
+A right event starting exactly at the left event's end cuts it there too when that end is not
+stable but cannot move earlier — it equals the left event's end floor (``operators.end_floor``):
+whatever the end becomes, the cut keeps it where it is (``reference.joins._reaches``). For these
+two operators such a left event *reaches* one tick past its end, so the pairs hold those right
+events as well: a clip takes the least start as before; in an anti-join the right event at the
+end opens the last gap itself (its start is the piece's end, its head says whether that end is
+made by a stable start), and its end, past the left event's, leaves the left event's own row no
+piece.
+
+**Stability and floors** follow the reference flag for flag: a partner is surely alive at ``t``
+when ``t`` is its start or before its end floor; a piece's end ``b`` is final when ``b`` is at or
+before the right CTI and it is the left event's stable end, or a right event with a stable head
+starts there and the left event's end floor is at or after ``b``. An unstable join result's floor
+is the least of its partners' end floors; an unstable piece or clipped event's is the least of the
+left event's end floor and the right CTI (null if either is unknown).
 """
 from __future__ import annotations
 
@@ -45,14 +61,17 @@ from streamql.expr.nodes import Binary as BinaryExpr
 from streamql.expr.nodes import Expr, Param
 from streamql.query import joins
 from streamql.query.nodes import Node
+from streamql.spark.columns import FLOOR
 from streamql.spark.expressions import compile_expr, construct_columns
 from streamql.spark.ingress import CLOSED, END, HEAD, START
-from streamql.spark.operators import LIFETIME, Flow, compile_node
+from streamql.spark.operators import LIFETIME, Flow, compile_node, end_floor
 from streamql.time import INFINITY_MICROS
 
 # the right event's columns beside the left event's (which keep their names)
-R_START, R_END, R_CLOSED, R_HEAD, R_PAYLOAD = (
-    "_sq_right_start", "_sq_right_end", "_sq_right_closed", "_sq_right_head", "_sq_right_payload")
+R_START, R_END, R_CLOSED, R_HEAD, R_FLOOR, R_PAYLOAD = (
+    "_sq_right_start", "_sq_right_end", "_sq_right_closed", "_sq_right_head", "_sq_right_floor", "_sq_right_payload")
+#: how far a left event reaches for its pairs: its end, or one tick past an unstable end at its floor
+_REACH = "_sq_reach"
 # where a row meets the other input: level, bucket, meeting (0: the right row is home there,
 # 1: the right row probes there)
 _LEVEL, _BUCKET, _MEETING = "level", "bucket", "meeting"
@@ -224,39 +243,48 @@ def meeting_places(start: Column, end: Column, buckets: TimeBuckets, other_level
 
 
 def overlapping_pairs(left: Flow, right: Flow, fields_left: Sequence[str], fields_right: Sequence[str],
-                      on: Expr | None, *, right_starts_only: bool = False) -> DataFrame:
+                      on: Expr | None, *, right_starts_only: bool = False, to_unstable_end: bool = False) -> DataFrame:
     """Every pair of a left and a right event whose lifetimes overlap and for which ``on`` holds.
 
-    A row holds the left event's columns under their names (lifetime, flags, keys, payload fields)
-    and the right event's as ``_sq_right_start``, ``_sq_right_end``, ``_sq_right_closed``,
-    ``_sq_right_head`` and the struct ``_sq_right_payload`` (of the fields ``fields_right``). With
-    ``right_starts_only`` a right event stands for its start alone, ``[start, start + 1)``: pairs
-    whose left lifetime holds that start.
+    A row holds the left event's columns under their names (lifetime, flags, floor, keys, payload
+    fields) and the right event's as ``_sq_right_start``, ``_sq_right_end``, ``_sq_right_closed``,
+    ``_sq_right_head``, ``_sq_right_floor`` and the struct ``_sq_right_payload`` (of the fields
+    ``fields_right``). With ``right_starts_only`` a right event stands for its start alone,
+    ``[start, start + 1)``: pairs whose left lifetime holds that start. With ``to_unstable_end`` a
+    left event whose end is not stable and equals its end floor reaches one tick past it: the right
+    events starting exactly at that end pair with it too (they cut it there, ``reference.joins._reaches``).
     """
     assert left.keys == right.keys, "both inputs of a multi-stream operator come from one group"
     keys = equality_keys(on)
-    lframe = left.frame.select(*LIFETIME, *left.keys, *fields_left,
+    reach = F.col(END)
+    if to_unstable_end:
+        # INFINITY has no tick after it (and no right event starts there)
+        at_floor = ~F.col(CLOSED) & (end_floor(left.cti) == F.col(END)) & (F.col(END) < F.lit(INFINITY_MICROS))
+        reach = F.when(at_floor, F.col(END) + F.lit(1)).otherwise(F.col(END))
+    lframe = left.frame.select(*LIFETIME, *left.keys, *fields_left, reach.alias(_REACH),
                                *[compile_expr(a, _reads_left).alias(_left_key(i)) for i, (a, _) in enumerate(keys)])
     rend = F.col(START) + F.lit(1) if right_starts_only else F.col(END)
     rframe = right.frame.select(
         F.col(START).alias(R_START), rend.alias(R_END), F.col(CLOSED).alias(R_CLOSED), F.col(HEAD).alias(R_HEAD),
+        F.col(FLOOR).alias(R_FLOOR),
         *[F.col(k).alias(_right_group(i)) for i, k in enumerate(right.keys)],
         *[compile_expr(b, _reads_right).alias(_right_key(i)) for i, (_, b) in enumerate(keys)],
         F.struct(*fields_right).alias(R_PAYLOAD))
+    pair = [*LIFETIME, *left.keys, *fields_left, R_START, R_END, R_CLOSED, R_HEAD, R_FLOOR, R_PAYLOAD]
     group_keys = [F.col(k).eqNullSafe(F.col(_right_group(i))) for i, k in enumerate(left.keys)]
     value_keys = [F.col(_left_key(i)) == F.col(_right_key(i)) for i in range(len(keys))]
-    overlap = (F.col(START) < F.col(R_END)) & (F.col(R_START) < F.col(END))
+    overlap = (F.col(START) < F.col(R_END)) & (F.col(R_START) < F.col(_REACH))
     if value_keys:
         # the keys of ``on`` spread the pairs: an equi-join on them and the overlap as its filter,
         # as one writes it by hand (time buckets would only add rows and a pass to size them)
         met = lframe.join(rframe, reduce(lambda a, b: a & b, group_keys + value_keys) & overlap, "inner")
         kept = F.lit(True) if on is None else F.coalesce(compile_expr(on, pair_field), F.lit(False))
-        return met.filter(kept).select(*LIFETIME, *left.keys, *fields_left, R_START, R_END, R_CLOSED, R_HEAD,
-                                       R_PAYLOAD)
-    buckets = time_buckets(lframe, rframe)
+        return met.filter(kept).select(*pair)
+    # the left events are bucketed by their reach
+    buckets = time_buckets(lframe.select(START, F.col(_REACH).alias(END)), rframe)
 
     # a left home meets right homes and right probes; a left probe meets right homes only
-    lplaces = meeting_places(F.col(START), F.col(END), buckets, buckets.right_levels, (_HOME, _PROBE), _HOME)
+    lplaces = meeting_places(F.col(START), F.col(_REACH), buckets, buckets.right_levels, (_HOME, _PROBE), _HOME)
     rplaces = meeting_places(F.col(R_START), F.col(R_END), buckets, buckets.left_levels, (_HOME,), _PROBE)
     lplaced = lframe.select("*", F.explode(lplaces).alias(_LEFT_PLACE))
     rplaced = rframe.select("*", F.explode(rplaces).alias(_RIGHT_PLACE))
@@ -269,10 +297,10 @@ def overlapping_pairs(left: Flow, right: Flow, fields_left: Sequence[str], field
     level = lplace[_LEVEL]
     # one bucket keeps the pair: the one holding the start of the intersection
     kept = (lplace[_BUCKET] == F.call_function("shiftright", meets, F.lit(buckets.base) + level)) & (
-        meets < F.least(F.col(END), F.col(R_END)))
+        meets < F.least(F.col(_REACH), F.col(R_END)))
     if on is not None:
         kept = kept & F.coalesce(compile_expr(on, pair_field), F.lit(False))
-    return met.filter(kept).select(*LIFETIME, *left.keys, *fields_left, R_START, R_END, R_CLOSED, R_HEAD, R_PAYLOAD)
+    return met.filter(kept).select(*pair)
 
 
 # --- stability (streamql.reference.joins) --------------------------------------------------------
@@ -281,30 +309,41 @@ def _before(t: Column, cti: int | None) -> Column:
     return F.lit(False) if cti is None else t < F.lit(cti)
 
 
-def _alive_at(start: Column, closed: Column, t: Column, cti: int | None) -> Column:
+def _alive_at(start: Column, floor: Column, t: Column) -> Column:
     """Whether an event (with a stable head) is certain to be alive at ``t``, a time inside its
-    lifetime: ``t`` is its start, its end is stable, or ``t`` is before its stream's CTI."""
-    return (t == start) | closed | _before(t, cti)
+    lifetime: ``t`` is its start, or its end, whatever it becomes, is after ``t`` (``floor``: its
+    ``operators.end_floor``)."""
+    return (t == start) | (floor.isNotNull() & (t < floor))
 
 
-def _boundary_final(b: Column, maker_head: Column, left_cti: int | None, right_cti: int | None) -> Column:
+def _least(*times: Column) -> Column:
+    """The least of ``times``, or null if any is unknown (``least`` alone would skip the nulls)."""
+    unknown = reduce(lambda a, b: a | b, [t.isNull() for t in times])
+    return F.when(~unknown, F.least(*times)).cast("long")
+
+
+def _cti(cti: int | None) -> Column:
+    return F.lit(cti).cast("long")
+
+
+def _boundary_final(b: Column, maker_head: Column, left_floor: Column, right_cti: int | None) -> Column:
     """Whether the end ``b`` of a piece of the left event is final (the reference's
-    ``_boundary_final``): ``maker_head`` tells whether a right event starting at ``b`` with a
-    stable start and payload makes it (false when ``b`` is the left event's own end)."""
+    ``_boundary_final``): no right event can still start before it (``b`` is at or before the right
+    CTI), and it cannot move later: it is the left event's stable end, or a right event with a
+    stable start and payload starts at ``b`` (``maker_head``; false when none does) and the left
+    event surely lasts until ``b`` (``left_floor``: its ``operators.end_floor``)."""
     if right_cti is None:
         return F.lit(False)
-    own_end = b == F.col(END)
-    closed = F.col(CLOSED)
-    stable_maker = (own_end & closed) | maker_head
-    against_right = (b < F.lit(right_cti)) | ((b == F.lit(right_cti)) & stable_maker)
-    left_lasts = closed | (F.lit(False) if left_cti is None else b <= F.lit(left_cti))
-    return against_right & F.when(own_end, closed).otherwise(left_lasts)
+    own_end = (b == F.col(END)) & F.col(CLOSED)
+    made = maker_head & left_floor.isNotNull() & (b <= left_floor)
+    return (b <= F.lit(right_cti)) & (own_end | made)
 
 
 def _binary_flow(node: joins.Binary | joins.Union, sources: Sequence[Flow], frame: DataFrame) -> Flow:
-    """``frame`` with the least of the sources' CTIs; the greatest finite CTI is the least of theirs."""
+    """``frame`` with the least of the sources' CTIs and its greatest finite CTI (``joins.greatest_finite_cti``)."""
     return Flow(frame, node.output_cti(tuple(s.cti for s in sources)),
-                joins.least_finite_cti(tuple(s.finite_cti for s in sources)), sources[0].keys)
+                joins.greatest_finite_cti(tuple(s.cti for s in sources), tuple(s.finite_cti for s in sources)),
+                sources[0].keys)
 
 
 def _fields(node: Node) -> list[str]:
@@ -320,17 +359,20 @@ def _join(node: joins.Join, env: Mapping[str, Flow]) -> Flow:
     start, end = F.greatest(F.col(START), F.col(R_START)), F.least(F.col(END), F.col(R_END))
     lstart, lend, lclosed = F.col(START), F.col(END), F.col(CLOSED)
     rstart, rend, rclosed = F.col(R_START), F.col(R_END), F.col(R_CLOSED)
+    lfloor = end_floor(left.cti)
+    rfloor = end_floor(right.cti, rclosed, rend, F.col(R_FLOOR))
     # the pair exists for good once both heads are stable and both partners surely reach its start
-    head = (F.col(HEAD) & F.col(R_HEAD) & _alive_at(lstart, lclosed, start, left.cti)
-            & _alive_at(rstart, rclosed, start, right.cti))
+    head = (F.col(HEAD) & F.col(R_HEAD) & _alive_at(lstart, lfloor, start) & _alive_at(rstart, rfloor, start))
     # the end is the lesser end: final when both are, or when one is final and the other surely
     # lasts until it
     closed = head & ((lclosed & rclosed)
-                     | (lclosed & _alive_at(rstart, rclosed, lend - F.lit(1), right.cti) & (lend <= rend))
-                     | (rclosed & _alive_at(lstart, lclosed, rend - F.lit(1), left.cti) & (rend <= lend)))
+                     | (lclosed & _alive_at(rstart, rfloor, lend - F.lit(1)) & (lend <= rend))
+                     | (rclosed & _alive_at(lstart, lfloor, rend - F.lit(1)) & (rend <= lend)))
+    # an unstable end is the lesser end: at or after the lesser of the partners' floors
+    floor = F.when(~closed, _least(lfloor, rfloor))
     payload = construct_columns(node.projection, pair_field)
-    out = pairs.select(start.alias(START), end.alias(END), closed.alias(CLOSED), head.alias(HEAD), *left.keys,
-                       *[c.alias(name) for name, c in payload])
+    out = pairs.select(start.alias(START), end.alias(END), closed.alias(CLOSED), head.alias(HEAD),
+                       floor.alias(FLOOR), *left.keys, *[c.alias(name) for name, c in payload])
     return _binary_flow(node, [left, right], out)
 
 
@@ -350,7 +392,8 @@ def _with_own_rows(left: Flow, pairs: DataFrame, fields: list[str]) -> tuple[Dat
 def _anti_join(node: joins.AntiJoin, env: Mapping[str, Flow]) -> Flow:
     left, right = compile_node(node.left, env), compile_node(node.right, env)
     fields = _fields(node)
-    pairs = overlapping_pairs(left, right, _fields(node.left), _fields(node.right), node.on)
+    # with the right events at the left event's end that cut it there (the module's docstring)
+    pairs = overlapping_pairs(left, right, _fields(node.left), _fields(node.right), node.on, to_unstable_end=True)
     rows, identity = _with_own_rows(left, pairs, fields)
     # matches by start, those with a stable head first: the first match at a start makes the gap
     # that ends there, and its head is stable if any such match's is
@@ -373,10 +416,14 @@ def _anti_join(node: joins.AntiJoin, env: Mapping[str, Flow]) -> Flow:
     pieces = pieces.filter(F.col(_PIECE_START) < F.col(_PIECE_END))
     pieces = pieces.select("*", F.explode(F.array_repeat(F.lit(0), F.col(_COPIES))).alias("_sq_copy"))
     a, b = F.col(_PIECE_START), F.col(_PIECE_END)
+    lfloor = end_floor(left.cti)
     # a piece keeps its start once no later right event can start before it and left surely reaches it
-    head = F.col(HEAD) & _before(a, right.cti) & _alive_at(F.col(START), F.col(CLOSED), a, left.cti)
-    closed = head & _boundary_final(b, F.col(_MAKER_HEAD), left.cti, right.cti)
-    out = pieces.select(a.alias(START), b.alias(END), closed.alias(CLOSED), head.alias(HEAD), *left.keys, *fields)
+    head = F.col(HEAD) & _before(a, right.cti) & _alive_at(F.col(START), lfloor, a)
+    closed = head & _boundary_final(b, F.col(_MAKER_HEAD), lfloor, right.cti)
+    # an end that may still change is cut by a right event starting at or after the right CTI at the earliest
+    floor = F.when(~closed, _least(lfloor, _cti(right.cti)))
+    out = pieces.select(a.alias(START), b.alias(END), closed.alias(CLOSED), head.alias(HEAD), floor.alias(FLOOR),
+                        *left.keys, *fields)
     return _binary_flow(node, [left, right], out)
 
 
@@ -384,8 +431,10 @@ def _anti_join(node: joins.AntiJoin, env: Mapping[str, Flow]) -> Flow:
 def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
     left, right = compile_node(node.left, env), compile_node(node.right, env)
     fields = _fields(node)
-    pairs = overlapping_pairs(left, right, _fields(node.left), _fields(node.right), node.on, right_starts_only=True)
-    # only right events starting strictly after the left event's start cut it
+    pairs = overlapping_pairs(left, right, _fields(node.left), _fields(node.right), node.on, right_starts_only=True,
+                              to_unstable_end=True)
+    # only right events starting strictly after the left event's start cut it (and, at the left
+    # event's unstable end, those the module's docstring says)
     pairs = pairs.filter(F.col(R_START) > F.col(START))
     rows, identity = _with_own_rows(left, pairs, fields)
     # the least start, stable heads first among equal starts (``false`` orders before ``true``)
@@ -394,8 +443,10 @@ def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
     events = rows.select("*", cut.over(Window.partitionBy(*identity)).alias(_CUT)).filter(F.col(_OWN) == F.lit(1))
     end = F.coalesce(F.col(_CUT)["at"], F.col(END))
     maker_head = F.coalesce(~F.col(_CUT)["unstable"], F.lit(False))
-    closed = F.col(HEAD) & _boundary_final(end, maker_head, left.cti, right.cti)
-    out = events.select(START, end.alias(END), closed.alias(CLOSED), HEAD, *left.keys, *fields)
+    lfloor = end_floor(left.cti)
+    closed = F.col(HEAD) & _boundary_final(end, maker_head, lfloor, right.cti)
+    floor = F.when(~closed, _least(lfloor, _cti(right.cti)))
+    out = events.select(START, end.alias(END), closed.alias(CLOSED), HEAD, floor.alias(FLOOR), *left.keys, *fields)
     return _binary_flow(node, [left, right], out)
 
 

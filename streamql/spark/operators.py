@@ -1,14 +1,23 @@
 """Compilation of operator nodes to DataFrame plans, one function per node class.
 
 Every stream is a ``Flow``: a DataFrame with ``_sq_start``, ``_sq_end`` (microseconds),
-``_sq_closed`` (the whole event is stable), ``_sq_head`` (start and payload are stable), the
+``_sq_closed`` (the whole event is stable), ``_sq_head`` (start and payload are stable),
+``_sq_floor`` (an end that is not stable will be at or after it, or at or after the stream's CTI
+when that is later; null: the CTI alone bounds it — ``reference.operators.end_floor``), the
 group-key columns of enclosing ``group_apply``s, and the payload fields as top-level columns;
 together with the stream's final CTI and its greatest finite CTI.
+
+An input's open events carry their input's CTI as floor; ``where``, ``select``, ``union`` and
+``group_apply`` keep each event's floor, ``shift``/``alter_lifetime`` move it with the end, and
+joins compute theirs (``spark.joins``). Every other operator builds new events with no floor —
+an operator that leaves the column out gets a null one, as the reference's ``Ev`` does.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import singledispatch
-from typing import Mapping
+from typing import Callable, Iterator, Mapping, TypeVar
 
 import attrs
 from pyspark.sql import Column, DataFrame
@@ -16,13 +25,24 @@ from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Expr, Literal
 from streamql.query import nodes
+from streamql.spark.columns import FLOOR
 from streamql.spark.expressions import compile_expr, construct_columns
 from streamql.spark.ingress import CLOSED, END, HEAD, START
 from streamql.time import INFINITY_MICROS, MAX_MICROS, MAX_SPAN_MICROS, MIN_MICROS, duration_micros
 
-LIFETIME = (START, END, CLOSED, HEAD)
+LIFETIME = (START, END, CLOSED, HEAD, FLOOR)
 #: the key of the group's stream inside a ``group_apply`` sub-query in a compilation environment
 GROUP = ""
+
+
+def no_floor() -> Column:
+    """The floor of an event whose unstable end only the stream's CTI bounds."""
+    return F.lit(None).cast("long").alias(FLOOR)
+
+
+def _with_floor(frame: DataFrame) -> DataFrame:
+    """``frame`` with a null floor if it has none (the new events of an operator that sets none)."""
+    return frame if FLOOR in frame.columns else frame.withColumn(FLOOR, F.lit(None).cast("long"))
 
 
 @attrs.frozen
@@ -30,7 +50,7 @@ class Flow:
     """A stream at some operator's output: its plan, final CTI, greatest finite CTI and the
     group-key columns it carries (innermost last)."""
 
-    frame: DataFrame = attrs.field(eq=False)
+    frame: DataFrame = attrs.field(eq=False, converter=_with_floor)
     cti: int | None
     finite_cti: int | None
     keys: tuple[str, ...] = ()
@@ -38,6 +58,30 @@ class Flow:
     def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
         """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
         return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys)
+
+
+def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None) -> Flow:
+    """An input's events (lifetime, flags and payload; no floor yet) as a stream whose CTI is
+    ``cti``: an open event ends at or after that CTI, and keeps that floor downstream (after a
+    union whose CTI is less, say: ``reference.operators.input_flow``)."""
+    floor = F.lit(None).cast("long") if cti is None else F.when(~F.col(CLOSED), F.lit(cti))
+    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti)
+
+
+def end_floor(cti: int | None, closed: Column | None = None, end: Column | None = None,
+              floor: Column | None = None) -> Column:
+    """The least end an event (with a stable head) can still get in a stream whose CTI is ``cti``
+    (``reference.operators.end_floor``): its end if that is stable, else the greater of its floor
+    and the CTI, null if neither is known. The event's columns default to the frame's own.
+
+    >>> frame.filter(end_floor(flow.cti) > F.lit(5))  # doctest: +SKIP
+    """
+    closed = F.col(CLOSED) if closed is None else closed
+    end = F.col(END) if end is None else end
+    floor = F.col(FLOOR) if floor is None else floor
+    # greatest skips nulls: a null floor gives the CTI
+    bound = floor if cti is None else F.greatest(floor, F.lit(cti))
+    return F.when(closed, end).otherwise(bound)
 
 
 def shifted(t: Column, d: Column | int) -> Column:
@@ -57,10 +101,64 @@ def _fields(node: nodes.Node) -> list[str]:
     return [f.name for f in node.schema.fields]
 
 
-@singledispatch
-def compile_node(node: nodes.Node, env: Mapping[str, Flow]) -> Flow:
-    """The plan of ``node`` given the flows of the inputs (by name; ``GROUP`` inside a group)."""
+def _not_on_spark(node: nodes.Node, env: Mapping[str, Flow]) -> Flow:
     raise NotImplementedError(f"{type(node).__name__} does not run on Spark yet")
+
+
+_Compile = TypeVar("_Compile", bound=Callable[..., Flow])
+#: what ``compiled_once`` has compiled: (node, id of its environment) -> (the environment, the flow)
+_COMPILED: ContextVar[dict[tuple[nodes.Node, int], tuple[Mapping[str, Flow], Flow]] | None] = \
+    ContextVar("streamql_compiled", default=None)
+
+
+class _Compiler:
+    """``compile_node``: one function per node class (``@compile_node.register``), called as
+    ``compile_node(node, env)``."""
+
+    def __init__(self) -> None:
+        self._by_class = singledispatch(_not_on_spark)
+
+    def register(self, func: _Compile) -> _Compile:
+        self._by_class.register(func)
+        return func
+
+    def __call__(self, node: nodes.Node, env: Mapping[str, Flow]) -> Flow:
+        """The plan of ``node`` given the flows of the inputs (by name; ``GROUP`` inside a group)."""
+        compiled = _COMPILED.get()
+        if compiled is None:
+            return self._by_class(node, env)
+        key = (node, id(env))
+        if key not in compiled:
+            # the environment is kept with the flow, so that its id cannot be another's later
+            compiled[key] = (env, self._by_class(node, env))
+        return compiled[key][1]
+
+
+compile_node = _Compiler()
+
+
+@contextmanager
+def compiled_once() -> Iterator[None]:
+    """Within it, ``compile_node`` compiles each node (with its environment) once: queries compiled
+    together (``Binder.run_many``) get the very same DataFrame for the sub-queries they share, and
+    their plan-time jobs run once.
+
+    >>> with compiled_once():                                  # doctest: +SKIP
+    ...     flows = [compile_node(q.node, env) for q in queries]
+    """
+    token = _COMPILED.set({})
+    try:
+        yield
+    finally:
+        _COMPILED.reset(token)
+
+
+def compiled_as(node: nodes.Node, env: Mapping[str, Flow], flow: Flow) -> None:
+    """Inside ``compiled_once``: ``node`` compiles to ``flow`` in ``env`` (a plan made for several
+    queries at once: ``spark.sharing``)."""
+    compiled = _COMPILED.get()
+    assert compiled is not None, "compiled_as is for use inside compiled_once()"
+    compiled[(node, id(env))] = (env, flow)
 
 
 @compile_node.register
@@ -105,7 +203,7 @@ def _alter_duration(node: nodes.AlterDuration, env: Mapping[str, Flow]) -> Flow:
     source = compile_node(node.source, env)
     end = shifted(F.col(START), duration_column(node.duration))
     # the end follows the start: the event is stable once its start and payload are
-    df = source.frame.withColumn(END, end).withColumn(CLOSED, F.col(HEAD))
+    df = source.frame.withColumn(END, end).withColumn(CLOSED, F.col(HEAD)).withColumn(FLOOR, F.lit(None).cast("long"))
     return source.derived(node, df.filter(F.col(END).isNotNull() & (F.col(END) > F.col(START))))
 
 
@@ -115,10 +213,12 @@ def _alter_lifetime(node: nodes.AlterLifetime, env: Mapping[str, Flow]) -> Flow:
     moved = duration_micros(node.start_shift)
     start = shifted(F.col(START), moved)
     if node.duration is None:
+        # the floor moves with the end (shifted saturates: it would turn a null floor into a time)
         end, closed = shifted(F.col(END), moved), F.col(CLOSED)
+        floor = F.when(F.col(FLOOR).isNotNull(), shifted(F.col(FLOOR), moved)).alias(FLOOR)
     else:
-        end, closed = shifted(start, duration_micros(node.duration)), F.col(HEAD)
-    df = source.frame.select(start.alias(START), end.alias(END), closed.alias(CLOSED), HEAD, *source.keys,
+        end, closed, floor = shifted(start, duration_micros(node.duration)), F.col(HEAD), no_floor()
+    df = source.frame.select(start.alias(START), end.alias(END), closed.alias(CLOSED), HEAD, floor, *source.keys,
                              *_fields(node))
     return source.derived(node, df.filter((F.col(END) > F.col(START)) & (F.col(START) < F.lit(INFINITY_MICROS))))
 
@@ -128,4 +228,5 @@ def _to_point(node: nodes.ToPoint, env: Mapping[str, Flow]) -> Flow:
     source = compile_node(node.source, env)
     df = source.frame.filter(F.col(START) < F.lit(INFINITY_MICROS))
     return source.derived(node, df.select(F.col(START), shifted(F.col(START), 1).alias(END),
-                                          F.col(HEAD).alias(CLOSED), HEAD, *source.keys, *_fields(node)))
+                                          F.col(HEAD).alias(CLOSED), HEAD, no_floor(), *source.keys,
+                                          *_fields(node)))

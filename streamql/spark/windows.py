@@ -21,8 +21,8 @@ from streamql.spark.aggregates import result_name, value_columns
 from streamql.spark.count_window import count_windows
 from streamql.spark.expressions import compile_expr, construct_columns
 from streamql.spark.hopping import hopping_windows
-from streamql.spark.ingress import END, START
-from streamql.spark.operators import GROUP, LIFETIME, Flow, by_name, compile_node
+from streamql.spark.ingress import CLOSED, END, HEAD, START
+from streamql.spark.operators import GROUP, LIFETIME, Flow, by_name, compile_node, no_floor
 from streamql.spark.snapshot import snapshot_windows
 from streamql.time import INFINITY_MICROS
 
@@ -56,9 +56,12 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
     if isinstance(spec, windows.SnapshotWindow):
         formed = snapshot_windows(frame, keys, aggregates, cti)
     elif isinstance(spec, windows.HoppingWindow):
-        # only events that never end need the horizon, and only inputs that may hold them pay for it
-        latest = frame.select(*source.keys, horizon(source).alias("_sq_latest")) if node.source.may_be_open else None
-        formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, latest)
+        # only events that never end need the horizon — only with the CTI INFINITY, and only
+        # inputs that may hold them pay for it
+        may_be_open = node.source.may_be_open
+        latest = (frame.select(*source.keys, horizon(source).alias("_sq_latest"))
+                  if may_be_open and cti == INFINITY_MICROS else None)
+        formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, may_be_open, latest)
         cti, finite = spec.output_cti(cti), spec.output_cti(finite)
     else:
         assert isinstance(spec, windows.CountWindow)
@@ -67,7 +70,8 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
     if node.key is not None:
         leaves[GroupKey(node.key.type)] = F.col(keys[-1])
     payload = construct_columns(node.projection, by_name, leaves)
-    out = formed.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
+    # a window's events have no floor of their own: the stream's CTI bounds their unstable ends
+    out = formed.select(START, END, CLOSED, HEAD, no_floor(), *source.keys, *[c.alias(name) for name, c in payload])
     return Flow(out, cti, finite, source.keys)
 
 

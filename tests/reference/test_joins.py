@@ -135,11 +135,6 @@ class Count:
     n: int
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reference/joins.py binary_flow takes the union's greatest finite CTI as the least of the inputs' "
-    "greatest finite CTIs (3), but the union's own CTI reached 9 = min(INFINITY, 9) before INFINITY; "
-    "DESIGN §5 takes the horizon of windows over events that never end from the finite CTIs as they "
-    "arrive at the window's input"))
 def test_horizon_of_never_ending_events_after_a_union_is_the_unions_greatest_finite_cti() -> None:
     a = sq.input("a", Row, shape=sq.Shape.EDGE)
     b = sq.input("b", Row, shape=sq.Shape.EDGE)

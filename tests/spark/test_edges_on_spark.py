@@ -21,7 +21,9 @@ from pyspark.sql import functions as F
 import streamql as sq
 from streamql.events import InputItem
 from streamql.time import from_micros
+from streamql.spark.incremental import Plan, empty_carried, step
 from support.frames import bind, frame
+from support.incremental import released_values
 from support.streams import P, advance_settings, build, edge_items, pipelines, us
 
 UTC = timezone.utc
@@ -61,12 +63,13 @@ def signal_frame(spark: SparkSession, items: Sequence[InputItem[Signal]], partit
 
 def run_both(spark: SparkSession, items: Sequence[InputItem[Signal]], at: Optional[sq.AdvanceTimeSettings],
              output: sq.Shape = sq.Shape.INTERVAL, bad_rows: Literal["error", "drop"] = "drop",
-             partitions: int = 2) -> sq.Result[Signal]:
-    """Runs the input itself on Spark and in the reference evaluator; they must agree."""
+             partitions: int = 2, query: sq.Stream[Signal] = SIGNAL) -> sq.Result[Signal]:
+    """Runs ``query`` (the input itself unless given) on Spark and in the reference evaluator; they
+    must agree."""
     binder = sq.Binder(spark).bind(SIGNAL, signal_frame(spark, items, partitions), start="start", end="end",
                                    edge="edge", kind="kind", advance_time=at, bad_rows=bad_rows)
-    result = binder.run(SIGNAL, output=output)
-    expected = sq.reference.run(SIGNAL, {"signal": sq.reference.ReferenceInput(items, at, bad_rows)}, output=output)
+    result = binder.run(query, output=output)
+    expected = sq.reference.run(query, {"signal": sq.reference.ReferenceInput(items, at, bad_rows)}, output=output)
     assert result == expected
     return result
 
@@ -230,6 +233,129 @@ def test_end_edge_before_a_start_edge_after_a_dropped_one_goes_with_the_dropped(
     # second start edge, also before the CTI, is dropped too
     assert result.events == []
     assert (result.dropped, result.bad_rows) == (2, 0)
+
+
+# --- decision 6: an end edge that DROP ignores is as if it never arrived ----------------------------
+
+
+def end_a(start: int, end: int) -> sq.EndEdge[Signal]:
+    return sq.EndEdge(t(start), t(end), Signal("a"))
+
+
+def test_ignored_end_edge_does_not_close_the_event(spark: SparkSession) -> None:
+    # issue 13's example in seconds: S(12), Cti(15), E(12, 14), E(12, 22), Cti(30); no settings (DROP)
+    items: list[InputItem[Signal]] = [a(12), sq.Cti(t(15)), end_a(12, 14), end_a(12, 22), sq.Cti(t(30))]
+    result = run_both(spark, items, None, bad_rows="error")
+    # E(12, 14) ends before the CTI 15: ignored (dropped 1), a stays open; E(12, 22) closes it
+    assert result.events == [ev(12, 22, "a")]
+    assert (result.dropped, result.adjusted, result.bad_rows, result.final_cti) == (1, 0, 0, t(30))
+    assert run_both(spark, items, None, output=sq.Shape.EDGE).edges == [edge(START, 12, 12, "a"),
+                                                                         edge(END, 22, 12, "a")]
+
+
+def test_every_ignored_end_edge_counts_one(spark: SparkSession) -> None:
+    items: list[InputItem[Signal]] = [a(12), sq.Cti(t(15)), end_a(12, 13), end_a(12, 14)]
+    # both end before the CTI 15: both ignored, and a is still open at the CTI 30
+    still_open = run_both(spark, [*items, sq.Cti(t(30))], None)
+    assert still_open.events == [] and (still_open.dropped, still_open.bad_rows) == (2, 0)
+    closed = run_both(spark, [*items, end_a(12, 22), sq.Cti(t(30))], None)
+    assert closed.events == [ev(12, 22, "a")] and closed.dropped == 2
+    never_ends = run_both(spark, [*items, sq.Cti(INF)], None)
+    assert never_ends.events == [ev(12, None, "a")] and never_ends.dropped == 2
+
+
+def test_ignored_end_edges_leave_duplicate_start_edges_to_later_end_edges(spark: SparkSession) -> None:
+    items: list[InputItem[Signal]] = [a(12), a(12), sq.Cti(t(15)), end_a(12, 14), end_a(12, 20), end_a(12, 13),
+                                      end_a(12, 25), sq.Cti(t(30))]
+    result = run_both(spark, items, None, bad_rows="error", partitions=3)
+    # the late ones (14, 13) are ignored; 20 closes the first start edge, 25 the second
+    assert result.events == [ev(12, 20, "a"), ev(12, 25, "a")]
+    assert (result.dropped, result.bad_rows) == (2, 0)
+
+
+def test_late_end_edge_without_an_open_start_edge_is_an_unmatched_end_edge(spark: SparkSession) -> None:
+    # a closes at 20; E(12, 14) comes after the CTI 15 and finds no open start edge: not ignored
+    # but unmatched (bad input), like any end edge without an open start edge
+    items: list[InputItem[Signal]] = [a(12), end_a(12, 20), sq.Cti(t(15)), end_a(12, 14), sq.Cti(t(30))]
+    result = run_both(spark, items, None)
+    assert result.events == [ev(12, 20, "a")]
+    assert (result.dropped, result.bad_rows) == (0, 1)
+    binder = sq.Binder(spark).bind(SIGNAL, signal_frame(spark, items), start="start", end="end", edge="edge",
+                                   kind="kind")
+    with pytest.raises(sq.BadInputError, match=re.escape("bad row (end edge at 2009-07-15 10:00:14+00:00 has no open "
+                                                         "start edge at 2009-07-15 10:00:12+00:00")):
+        binder.run(SIGNAL)
+    alone = run_both(spark, [sq.Cti(t(15)), end_a(12, 14), sq.Cti(INF)], None)
+    assert alone.events == [] and (alone.dropped, alone.bad_rows) == (0, 1)
+
+
+def test_late_end_edge_without_an_open_start_edge_takes_a_dropped_one(spark: SparkSession) -> None:
+    # the second start edge comes after the CTI 15: dropped. E(12, 14) finds the first one open:
+    # ignored. E(12, 22) closes the first; the second E(12, 14) finds none open and takes the dropped
+    # one silently; the third has nothing left: bad input
+    items: list[InputItem[Signal]] = [a(12), sq.Cti(t(15)), a(12), end_a(12, 14), end_a(12, 22), end_a(12, 14),
+                                      sq.Cti(t(30))]
+    result = run_both(spark, items, None, bad_rows="error")
+    assert result.events == [ev(12, 22, "a")]
+    assert (result.dropped, result.bad_rows) == (2, 0)  # the dropped start edge and the ignored end edge
+    extra = run_both(spark, [*items[:-1], end_a(12, 14), sq.Cti(t(30))], None)
+    assert extra.events == [ev(12, 22, "a")] and (extra.dropped, extra.bad_rows) == (2, 1)
+
+
+def test_ignored_end_edge_counts_in_the_micro_batch_it_arrives_in(spark: SparkSession) -> None:
+    micro_batches: list[list[InputItem[Signal]]] = [
+        [sq.StartEdge(12, Signal("a")), sq.Cti(15)], [sq.EndEdge(12, 14, Signal("a"))],
+        [sq.EndEdge(12, 22, Signal("a")), sq.Cti(30)]]
+    first = frame(spark, Signal, sq.Shape.EDGE, micro_batches[0])
+    binding = bind(sq.Binder(spark), SIGNAL, first, sq.Shape.EDGE, None)._bindings["signal"]
+    plan = Plan(SIGNAL.node, {"signal": binding}, (sq.Shape.INTERVAL,))
+    carried = empty_carried(plan)
+    dropped, open_edges, released = [], [], []
+    for batch, items in enumerate(micro_batches):
+        outcome = step(spark, plan, carried, {"signal": frame(spark, Signal, sq.Shape.EDGE, items)}, batch)
+        carried = outcome.carried
+        dropped.append(carried.state.dropped)
+        open_edges.append(carried.pending["signal"].count())
+        released.append(released_values(outcome.released_now[sq.Shape.INTERVAL], SIGNAL, sq.Shape.INTERVAL))
+    # the ignored end edge counts when it arrives; the start edge stays pending until E(12, 22)
+    assert dropped == [0, 1, 1] and open_edges == [1, 1, 0]
+    assert released == [[], [], [sq.Event(from_micros(12), from_micros(22), Signal("a"))]]
+
+
+# --- a start edge that ADJUST moved to the CTI is not stable while open (issue 13, bug 1) -----------
+
+
+def test_start_edge_moved_to_the_cti_is_not_stable_while_open(spark: SparkSession) -> None:
+    # ADJUST: S(5, a), Cti(6), S(1, b) moved to 6. keep_last(1) ends a at 6, where b starts — but an
+    # end edge at 6 would empty b and remove it, so b's start is not stable, nor is a's end
+    moved: list[InputItem[Signal]] = [a(5), sq.Cti(t(6)), sq.StartEdge(t(1), Signal("b"))]
+    latest = SIGNAL.keep_last(1)
+    result = run_both(spark, moved, policy_only(ADJUST), query=latest)
+    assert result.events == [] and (result.adjusted, result.final_cti) == (1, t(6))
+    assert run_both(spark, moved, policy_only(ADJUST), output=sq.Shape.EDGE, query=latest).edges == [
+        edge(START, 5, 5, "a")]
+    # ... and so it is: E(1, 6, b) empties b; a lives on, open — nothing released is withdrawn
+    emptied = [*moved, sq.EndEdge(t(1), t(6), Signal("b")), sq.Cti(t(10))]
+    result = run_both(spark, emptied, policy_only(ADJUST), query=latest)
+    assert result.events == [] and (result.dropped, result.adjusted) == (1, 0)
+    assert run_both(spark, emptied, policy_only(ADJUST), output=sq.Shape.EDGE, query=latest).edges == [
+        edge(START, 5, 5, "a")]
+
+
+def test_start_edge_moved_to_the_cti_is_stable_once_closed_or_passed(spark: SparkSession) -> None:
+    moved: list[InputItem[Signal]] = [a(5), sq.Cti(t(6)), sq.StartEdge(t(1), Signal("b"))]
+    latest = SIGNAL.keep_last(1)
+    # its end edge accepted: b is [6, 8), stable, so a's [5, 6) is final (b, the last event, stays)
+    closed = [*moved, sq.EndEdge(t(1), t(8), Signal("b")), sq.Cti(t(10))]
+    result = run_both(spark, closed, policy_only(ADJUST), query=latest)
+    assert result.events == [ev(5, 6, "a")] and (result.dropped, result.adjusted) == (0, 1)
+    assert run_both(spark, closed, policy_only(ADJUST), output=sq.Shape.EDGE, query=latest).edges == [
+        edge(START, 5, 5, "a"), edge(END, 6, 5, "a"), edge(START, 6, 6, "b")]
+    # the CTI past 6: b, still open, can no longer be emptied; a's [5, 6) is final
+    passed = [*moved, sq.Cti(t(7))]
+    assert run_both(spark, passed, policy_only(ADJUST), query=latest).events == [ev(5, 6, "a")]
+    assert run_both(spark, passed, policy_only(ADJUST), output=sq.Shape.EDGE, query=latest).edges == [
+        edge(START, 5, 5, "a"), edge(END, 6, 5, "a"), edge(START, 6, 6, "b")]
 
 
 def test_arrival_column_orders_shuffled_edges(spark: SparkSession) -> None:

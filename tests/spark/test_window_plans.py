@@ -1,7 +1,7 @@
-"""Distribution of windows (DESIGN §6): ungrouped hopping, tumbling and count windows and a
-group_apply never collapse the data into one partition (no ``SinglePartition`` exchange) and never
-pair rows without an equi-join key, and their results over a multi-partition input are the
-reference evaluator's."""
+"""Distribution of windows (DESIGN §6): ungrouped hopping, tumbling and count windows, a
+group_apply and a grouped window whose select reads only its key never collapse the data into one
+partition (no ``SinglePartition`` exchange) and never pair rows without an equi-join key, and their
+results over a multi-partition input are the reference evaluator's."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,6 +32,11 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class SensorKey:
+    sensor: int
+
+
+@dataclass(frozen=True)
 class SensorSummary:
     sensor: int
     n: int
@@ -53,6 +58,9 @@ QUERIES: dict[str, sq.Stream[Any]] = {
     # hop > size leaves gaps between windows: events inside a gap belong to no window
     "gapped": SOURCE.hopping_window(timedelta(microseconds=5), timedelta(microseconds=17)).select(summary),
     "count": SOURCE.count_window(6).select(summary),
+    # a select that reads no aggregate: the distinct (group, window) pairs, in the same one shuffle
+    "key_only": SOURCE.group_by(lambda e: e.sensor).tumbling_window(timedelta(microseconds=50)).select(
+        lambda w: SensorKey(w.key)),
     "group_apply": SOURCE.group_apply(
         lambda e: e.sensor, lambda s: s.count_window(3).select(summary),
         lambda sensor, s: SensorSummary(sensor, s.n, s.total)),

@@ -62,10 +62,14 @@ SELECTS: list[Callable[[sq.Window[P]], Any]] = [
     lambda w: Agg(w.count() * 10 + 1, w.sum(lambda e: e.o), w.avg(lambda e: e.o), w.max(lambda e: e.k - e.v),
                   w.min(lambda e: e.s.upper())),
     lambda w: Weighted(w.count(), w.aggregate(TimeWeighted(), lambda e: e.o), w.min(lambda e: e.s)),
+    # no aggregate at all: one event per non-empty window all the same (and, inside group_apply,
+    # the shape of a grouped window that reads only its key)
+    lambda w: Agg(7, None, None, None, "const"),
 ]
 KEYED_SELECTS: list[Callable[[sq.GroupWindow[int, P]], KeyedAgg]] = [
     lambda w: KeyedAgg(w.key, w.count(), w.sum(lambda e: e.v * 2), w.max(lambda e: e.o)),
     lambda w: KeyedAgg(w.key * 100, w.count(), w.sum(lambda e: e.o), w.key * 100 + w.count() * 10 + w.sum(lambda e: e.v % 10)),
+    lambda w: KeyedAgg(w.key, w.key * 2, None, w.key + 1),  # the key only, no aggregate
 ]
 
 

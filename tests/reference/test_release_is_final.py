@@ -1,0 +1,216 @@
+"""Released output is final (DESIGN §5): for every arrival prefix of a random input, what the
+reference evaluator releases over the prefix is contained in what it releases over every longer
+prefix — an event or edge once released is never withdrawn, an INTERVAL lifetime never changes —
+and the output CTI never moves back. Random queries of every operator family, all three output
+shapes, random advance-time settings (ADJUST and imports among them) and edge inputs.
+
+A prefix is a run that has not ended (no flush); the whole input is then run as given.
+``STREAMQL_EXAMPLES=n`` multiplies the number of examples for a long run."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from datetime import datetime
+from typing import Any, Hashable
+
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import streamql as sq
+from streamql.query.nodes import inputs_of
+from streamql.reference import ReferenceInput
+from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines, us
+
+SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v),
+       lambda l, r: l.s != r.s]
+
+
+@st.composite
+def unary(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
+    """One operator of one input that keeps the payload type ``P``."""
+    kind = draw(st.sampled_from(["pipeline", "snapshot", "grouped snapshot", "hopping", "tumbling", "count",
+                                 "group_apply", "keep_last", "length_batch", "time_batch"]))
+    grouped = q.group_by(lambda e: e.k % 3)
+    if kind == "pipeline":
+        return build(q, draw(pipelines()))
+    if kind == "snapshot":
+        return q.snapshot_window().select(lambda w: P(0, w.count(), "w", w.max(lambda e: e.v)))
+    if kind == "grouped snapshot":
+        return grouped.snapshot_window().select(lambda w: P(w.key, w.count(), "g", w.sum(lambda e: e.o)))
+    if kind == "hopping":
+        return grouped.hopping_window(us(draw(st.integers(1, 30))), us(draw(st.integers(1, 30)))).select(
+            lambda w: P(w.key, w.count(), "h", w.min(lambda e: e.v)))
+    if kind == "tumbling":
+        return q.tumbling_window(us(draw(st.integers(1, 30)))).select(lambda w: P(1, w.count(), "t", w.sum(lambda e: e.v)))
+    if kind == "count":
+        return grouped.count_window(draw(st.integers(1, 3))).select(lambda w: P(w.key, w.count(), "c", None))
+    if kind == "group_apply":
+        inner = us(draw(st.integers(1, 20)))
+        return q.group_apply(lambda e: e.k % 2, lambda s: s.alter_duration(inner).snapshot_window().select(
+            lambda w: P(0, w.count(), "a", w.min(lambda e: e.v))), lambda key, p: P(key, p.v, p.s, p.o))
+    if kind == "keep_last":
+        return q.keep_last(draw(st.integers(1, 3)))
+    if kind == "length_batch":
+        return q.length_batch(draw(st.integers(1, 3)))
+    return q.time_batch(us(draw(st.integers(1, 10))))
+
+
+@st.composite
+def queries(draw: st.DrawFn, sources: list[sq.Stream[P]], depth: int = 2) -> sq.Stream[P]:
+    """A random query over ``sources``: chains of one-input operators and, below ``depth``, joins,
+    anti-joins, clips and unions of sub-queries."""
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        q = draw(st.sampled_from(sources))
+    else:
+        left, right = draw(queries(sources, depth - 1)), draw(queries(sources, depth - 1))
+        op = draw(st.sampled_from(["join", "anti_join", "clip", "union"]))
+        on = ONS[draw(st.integers(0, len(ONS) - 1))]
+        if op == "join":
+            q = left.join(right, on, lambda l, r: P(l.k, r.v, l.s, r.o))
+        elif op == "anti_join":
+            q = left.anti_join(right, on)
+        elif op == "clip":
+            q = left.clip(right, on or (lambda l, r: l.v >= 0))
+        else:
+            q = left.union(right)
+    for _ in range(draw(st.integers(0, 2))):
+        q = draw(unary(q))
+    return q
+
+
+small_payloads = st.builds(P, st.integers(0, 2), st.integers(0, 3), st.sampled_from(["a", "b"]),
+                           st.one_of(st.none(), st.integers(0, 2)))
+
+
+@st.composite
+def tight_items(draw: st.DrawFn, shape: sq.Shape) -> list[Any]:
+    """Up to 14 items crowded into a few ticks, a CTI row about every fourth (rarely INFINITY): late
+    events, adjustments to the CTI, boundaries exactly at a CTI and equal starts are common."""
+    items: list[Any] = []
+    open_: list[tuple[int, P]] = []
+    for _ in range(draw(st.integers(0, 14))):
+        choice = draw(st.integers(0, 7))
+        if choice < 2:
+            items.append(sq.Cti(sq.INFINITY if draw(st.integers(0, 12)) == 0 else draw(st.integers(-4, 14))))
+        elif shape is sq.Shape.EDGE and choice < 5 and open_:
+            start, p = open_.pop(draw(st.integers(0, len(open_) - 1)))
+            items.append(sq.EndEdge(start, start + draw(st.integers(1, 8)), p))
+        else:
+            start, p = draw(st.integers(-5, 12)), draw(small_payloads)
+            if shape is sq.Shape.EDGE:
+                items.append(sq.StartEdge(start, p))
+                open_.append((start, p))
+            else:
+                length = 1 if shape is sq.Shape.POINT else draw(st.integers(1, 8))
+                items.append(sq.Insert(start, sq.INFINITY if draw(st.integers(0, 9)) == 0 and shape is sq.Shape.INTERVAL
+                                       else start + length, p))
+    return items
+
+
+@st.composite
+def tight_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
+    if draw(st.integers(0, 4)) == 0:
+        return None
+    generation = sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 3)), delay=us(draw(st.integers(-1, 2))),
+                                          flush=draw(st.booleans()))
+    return sq.AdvanceTimeSettings(generation=generation, policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
+
+
+def released(result: sq.Result[Any], output: sq.Shape) -> Counter[Hashable]:
+    if output is sq.Shape.EDGE:
+        return Counter((e.kind, e.time, e.start, e.payload) for e in result.edges)
+    return Counter((e.start, e.end, e.payload) for e in result.events)
+
+
+def prefix(given_inputs: dict[str, ReferenceInput[Any]], count: int) -> dict[str, ReferenceInput[Any]]:
+    return {name: ReferenceInput(i.events[:count], i.advance_time and i.advance_time.without_flush(), i.bad_rows)
+            for name, i in given_inputs.items()}
+
+
+def cti_order(t: datetime | None) -> tuple[int, datetime | None]:
+    return (0, None) if t is None else (1, t)
+
+
+def check_prefixes(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any]], output: sq.Shape) -> None:
+    """The reference over every prefix of the inputs, then over all of them, ended: nothing
+    released is withdrawn, the output CTI never moves back."""
+    note(f"query tree: {q.node!r}")
+    used = _used(q, given_inputs)
+    length = max((len(i.events) for i in used.values()), default=0)
+    before_released: Counter[Hashable] = Counter()
+    before_cti: datetime | None = None
+    for count in range(length + 2):
+        run_inputs = prefix(used, count) if count <= length else used  # the last run is the whole, ended input
+        result = sq.reference.run(q, run_inputs, output)
+        now = released(result, output)
+        withdrawn = before_released - now
+        assert not withdrawn, f"released over {count - 1} positions, withdrawn after {count}: {withdrawn}"
+        assert cti_order(result.final_cti) >= cti_order(before_cti), f"the output CTI moved back at {count}"
+        before_released, before_cti = now, result.final_cti
+
+
+@settings(SETTINGS, max_examples=300 * SCALE)
+@given(data=st.data())
+def test_one_input_chains_never_withdraw(data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from(list(sq.Shape)), label="shape")
+    source = sq.input("in", P, shape)
+    q: sq.Stream[P] = source
+    for _ in range(data.draw(st.integers(1, 3), label="operators")):
+        q = data.draw(unary(q), label="operator")
+    items = data.draw(tight_items(shape), label="items")
+    check_prefixes(q, {"in": ReferenceInput(items, data.draw(tight_settings(), label="settings"), "drop")},
+                   data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+
+
+@settings(SETTINGS, max_examples=300 * SCALE)
+@given(data=st.data())
+def test_two_input_operators_never_withdraw(data: st.DataObject) -> None:
+    shapes = [data.draw(st.sampled_from(list(sq.Shape)), label=f"shape {i}") for i in (0, 1)]
+    sources = [sq.input(f"in{i}", P, shape) for i, shape in enumerate(shapes)]
+    q = data.draw(queries(sources, 1), label="query")
+    given_inputs = {f"in{i}": ReferenceInput(data.draw(tight_items(shape), label=f"items {i}"),
+                                             data.draw(tight_settings(), label=f"settings {i}"), "drop")
+                    for i, shape in enumerate(shapes)}
+    check_prefixes(q, given_inputs, data.draw(st.sampled_from(list(sq.Shape)), label="output"))
+
+
+@settings(SETTINGS, max_examples=100 * SCALE)
+@given(data=st.data())
+def test_queries_of_every_family_never_withdraw(data: st.DataObject) -> None:
+    edge_in = sq.input("e", P, sq.Shape.EDGE)
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    event_in = sq.input("p", P, shape)
+    crowded_in = sq.input("c", P, sq.Shape.INTERVAL)
+    q = data.draw(queries([edge_in, event_in, crowded_in]), label="query")
+    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    tight = data.draw(st.integers(0, 3), label="tight") > 0
+    if tight:
+        items = {"e": data.draw(tight_items(sq.Shape.EDGE), label="e items"),
+                 "p": data.draw(tight_items(shape), label="p items"),
+                 "c": data.draw(tight_items(sq.Shape.INTERVAL), label="c items")}
+        given_settings = {name: data.draw(tight_settings(), label=f"{name} settings") for name in items}
+    else:
+        items = {"e": data.draw(edge_items(), label="e items"),
+                 "p": data.draw(inputs(shape, open_ends=True), label="p items"),
+                 "c": data.draw(crowded_inputs(sq.Shape.INTERVAL), label="c items")}
+        given_settings = {name: data.draw(advance_settings(), label=f"{name} settings") for name in items}
+    if data.draw(st.integers(0, 3), label="import") == 0:
+        importer, source = data.draw(st.permutations(list(items)), label="import pair")[:2]
+        own = given_settings[importer]
+        given_settings[importer] = sq.AdvanceTimeSettings(
+            None if own is None else own.generation, sq.AdvanceTimeImport(source),
+            sq.AdvanceTimePolicy.ADJUST if own is None else own.policy)
+    check_prefixes(q, {name: ReferenceInput(items[name], given_settings[name], "drop") for name in items}, output)
+
+
+def _used(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any]]) -> dict[str, ReferenceInput[Any]]:
+    """The inputs the query reads, and the ones they import CTIs from."""
+    names = set(inputs_of(q.node))
+    for name in list(names):
+        settings_ = given_inputs[name].advance_time
+        if settings_ is not None and settings_.import_ is not None:
+            names.add(settings_.import_.from_input)
+    return {name: given_inputs[name] for name in names}

@@ -1,0 +1,167 @@
+"""The hand-worked cases of the release rule that an independent implementation of DESIGN §5 found
+streamql getting wrong (four bugs, two decisions), shared by the reference and the Spark tests.
+
+Times are integer microseconds; every input is EDGE, POINT or INTERVAL with the payload ``V``.
+Each case gives its query, its inputs (items in arrival order, settings) and what it must release
+in every output shape, worked out by hand in the comments.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import streamql as sq
+from streamql.time import INFINITY_MICROS, from_micros
+
+INF = sq.INFINITY
+START, END = sq.EdgeKind.START, sq.EdgeKind.END
+
+
+@dataclass(frozen=True)
+class V:
+    v: str
+
+
+@dataclass(frozen=True)
+class Count:
+    n: int
+
+
+def us(n: int) -> timedelta:
+    return timedelta(microseconds=n)
+
+
+def gen(every_events: int, delay: int = 0, flush: bool = False,
+        policy: sq.AdvanceTimePolicy = sq.AdvanceTimePolicy.DROP) -> sq.AdvanceTimeSettings:
+    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=every_events, delay=us(delay), flush=flush),
+                                  policy=policy)
+
+
+@dataclass(frozen=True)
+class Side:
+    shape: sq.Shape
+    items: Sequence[Any]
+    settings: Optional[sq.AdvanceTimeSettings] = None
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    query: Callable[[Mapping[str, sq.Stream[Any]]], sq.Stream[Any]]
+    sides: Mapping[str, Side]
+    payload: type[Any]  # of the inputs
+    #: (start, end) pairs (end None: INFINITY) of INTERVAL output, with payloads
+    interval: list[tuple[int, Optional[int], Any]]
+    #: (kind, time, start, payload) of EDGE output
+    edges: list[tuple[sq.EdgeKind, int, int, Any]]
+    #: (start, payload) of POINT output
+    points: list[tuple[int, Any]]
+    final_cti: Optional[int]
+    dropped: int = 0
+    adjusted: int = 0
+    #: on Spark, inputs with arrival columns (one clock, as the reference's list positions)
+    arrival: bool = False
+
+    def streams(self) -> dict[str, sq.Stream[Any]]:
+        return {name: sq.input(name, self.payload, side.shape) for name, side in self.sides.items()}
+
+    def built(self) -> sq.Stream[Any]:
+        return self.query(self.streams())
+
+    def expected_events(self) -> list[sq.Event[Any]]:
+        return [sq.Event(from_micros(s), INF if e is None else from_micros(e), p) for s, e, p in self.interval]
+
+    def expected_points(self) -> list[sq.Event[Any]]:
+        return [sq.Event(from_micros(s), from_micros(s + 1), p) for s, p in self.points]
+
+    def expected_edges(self) -> list[sq.Edge[Any]]:
+        return [sq.Edge(k, from_micros(t), from_micros(s), p) for k, t, s, p in self.edges]
+
+
+A, B = V("a"), V("b")
+v0, v1, v2, v6 = V("v0"), V("v1"), V("v2"), V("v6")
+
+CASES = [
+    # 1. EDGE input, ADJUST: S(0, a), Cti(1), S(-5, b). b arrives after the CTI 1 and is moved to
+    # [1, ∞); an end edge at 1 would still empty and remove it, so its start is not stable, and the
+    # end of a's keep_last(1) lifetime at 1 (made by b) is not either: a is [0, 1) for now, its
+    # START edge is released (start 0 < CTI 1), its end is not.
+    Case("adjusted start edge is not stable at the CTI",
+         lambda s: s["in"].keep_last(1),
+         {"in": Side(sq.Shape.EDGE, [sq.StartEdge(0, A), sq.Cti(1), sq.StartEdge(-5, B)],
+                     gen(100, policy=sq.AdvanceTimePolicy.ADJUST))},
+         V, interval=[], edges=[(START, 0, 0, A)], points=[(0, A)], final_cti=1, adjusted=1),
+    # ... and continued with E(-5, 1, b), Cti(10): b's adjusted lifetime [1, 1) is empty and b is
+    # removed (dropped); a lives on, open: what the shorter run released is all still released
+    Case("adjusted start edge emptied later",
+         lambda s: s["in"].keep_last(1),
+         {"in": Side(sq.Shape.EDGE, [sq.StartEdge(0, A), sq.Cti(1), sq.StartEdge(-5, B), sq.EndEdge(-5, 1, B),
+                                     sq.Cti(10)], gen(100, policy=sq.AdvanceTimePolicy.ADJUST))},
+         V, interval=[], edges=[(START, 0, 0, A)], points=[(0, A)], final_cti=10, dropped=1),
+    # ... or with E(-5, 5, b), Cti(10): b is [1, 5), stable, and a's [0, 1) is final
+    Case("adjusted start edge closed later",
+         lambda s: s["in"].keep_last(1),
+         {"in": Side(sq.Shape.EDGE, [sq.StartEdge(0, A), sq.Cti(1), sq.StartEdge(-5, B), sq.EndEdge(-5, 5, B),
+                                     sq.Cti(10)], gen(100, policy=sq.AdvanceTimePolicy.ADJUST))},
+         V, interval=[(0, 1, A)], edges=[(START, 0, 0, A), (END, 1, 0, A), (START, 1, 1, B)],
+         points=[(0, A), (1, B)], final_cti=10, adjusted=1),
+    # 2. in0: Cti(6); in1 (EDGE, a CTI after every event): S(-4, v0), S(7, v6). The union's CTI is
+    # min(6, 7) = 6, but v0 comes from in1, whose own CTI 7 bounds its open end: v0 lasts until 7
+    # at least, where in1's v6 (a stable start) cuts it. [-4, 7) is final.
+    Case("open end bounded by its own input's CTI",
+         lambda s: s["in0"].union(s["in1"]).clip(s["in1"], on=lambda l, r: l.v != r.v),
+         {"in0": Side(sq.Shape.EDGE, [sq.Cti(6)]),
+          "in1": Side(sq.Shape.EDGE, [sq.StartEdge(-4, v0), sq.StartEdge(7, v6)], gen(1))},
+         V, interval=[(-4, 7, v0)], edges=[(START, -4, -4, v0), (END, 7, -4, v0)], points=[(-4, v0)], final_cti=6),
+    # 3. in1 (EDGE, a CTI every 2 events, 1 behind): S(-3, v0), S(6, v1), S(5, v1) — CTI 5 after
+    # the second; in0 (EDGE, a CTI after every event, flush): S(5, v2). keep_last(3) then
+    # keep_last(1): v0 lives [-3, 5) until the start at 5 — whose start is not stable yet (5 is not
+    # before the CTI 5), so the end 5 is not final. But in0's v2 starts at 5 and cuts v0 there
+    # whatever v0's end becomes (it will be 5 or later): [-3, 5) is final.
+    Case("clip by a right start at the left event's unstable end",
+         lambda s: s["in1"].keep_last(3).keep_last(1).clip(s["in0"], on=lambda l, r: l.v != r.v),
+         {"in1": Side(sq.Shape.EDGE, [sq.StartEdge(-3, v0), sq.StartEdge(6, v1), sq.StartEdge(5, v1)], gen(2, 1)),
+          "in0": Side(sq.Shape.EDGE, [sq.StartEdge(5, v2)], gen(1, flush=True))},
+         V, interval=[(-3, 5, v0)], edges=[(START, -3, -3, v0), (END, 5, -3, v0)], points=[(-3, v0)], final_cti=5),
+    # the same with anti_join: v0's piece before in0's v2 ends at 5 for good
+    Case("anti_join by a right start at the left event's unstable end",
+         lambda s: s["in1"].keep_last(3).keep_last(1).anti_join(s["in0"], on=lambda l, r: l.v != r.v),
+         {"in1": Side(sq.Shape.EDGE, [sq.StartEdge(-3, v0), sq.StartEdge(6, v1), sq.StartEdge(5, v1)], gen(2, 1)),
+          "in0": Side(sq.Shape.EDGE, [sq.StartEdge(5, v2)], gen(1, flush=True))},
+         V, interval=[(-3, 5, v0)], edges=[(START, -3, -3, v0), (END, 5, -3, v0)], points=[(-3, v0)], final_cti=5),
+    # 4. in0 (POINT, a CTI after every event, flush): Cti(2); in1 (EDGE): S(-4), Cti(19). The
+    # union's final CTI is min(19, ∞) = 19: finite, so the open event is open, not never-ending —
+    # it is in every window, and the windows of 3 ending by 19 are stable: [-6, -3) … [15, 18)
+    Case("open events reach every window while the CTI is finite",
+         lambda s: s["in1"].union(s["in0"]).tumbling_window(us(3)).select(lambda w: Count(w.count())),
+         {"in0": Side(sq.Shape.POINT, [sq.Cti(2)], gen(1, flush=True)),
+          "in1": Side(sq.Shape.EDGE, [sq.StartEdge(-4, v0), sq.Cti(19)])},
+         V, interval=[(k, k + 3, Count(1)) for k in range(-6, 18, 3)],
+         edges=[e for k in range(-6, 18, 3) for e in ((START, k, k, Count(1)), (END, k + 3, k, Count(1)))],
+         points=[(k, Count(1)) for k in range(-6, 18, 3)], final_cti=18),
+    # decision 6: an end edge that DROP ignores is as if it never arrived. S(12), Cti(15),
+    # E(12, 14) — late, ignored (dropped 1) — E(12, 22) closes the event, Cti(30)
+    Case("an ignored end edge does not close the event",
+         lambda s: s["in"],
+         {"in": Side(sq.Shape.EDGE, [sq.StartEdge(12, A), sq.Cti(15), sq.EndEdge(12, 14, A), sq.EndEdge(12, 22, A),
+                                     sq.Cti(30)])},
+         V, interval=[(12, 22, A)], edges=[(START, 12, 12, A), (END, 22, 12, A)], points=[(12, A)], final_cti=30,
+         dropped=1),
+    # decision 7: CTIs arriving at one position are applied together, and every finite one counts
+    # as seen. "a" imports "b"'s CTIs; at position 1 its own CTI INFINITY and b's 9 arrive: a's
+    # CTI becomes INFINITY, and 9 is the greatest finite CTI seen — the horizon of a's event that
+    # never ends, so the windows of 3 reach [9, 12)
+    Case("CTIs at one position count together",
+         lambda s: s["a"].tumbling_window(us(3)).select(lambda w: Count(w.count())),
+         {"a": Side(sq.Shape.EDGE, [sq.StartEdge(1, A), sq.Cti(INF)],
+                    sq.AdvanceTimeSettings(import_=sq.AdvanceTimeImport("b"))),
+          "b": Side(sq.Shape.EDGE, [sq.Cti(3), sq.Cti(9)])},
+         V, interval=[(k, k + 3, Count(1)) for k in range(0, 12, 3)],
+         edges=[e for k in range(0, 12, 3) for e in ((START, k, k, Count(1)), (END, k + 3, k, Count(1)))],
+         points=[(k, Count(1)) for k in range(0, 12, 3)], final_cti=INFINITY_MICROS, arrival=True),
+]
+
+
+def ordered_edges(edges: list[sq.Edge[Any]]) -> list[sq.Edge[Any]]:
+    return sorted(edges, key=lambda e: (e.time, e.kind is START, e.start, repr(e.payload)))

@@ -1,6 +1,6 @@
 """streamql benchmarks: one command, a printed table, a hand-written PySpark baseline in the same run.
 
-    .venv/bin/python benchmarks/run.py [--events N] [--repeat R] [--only ROW,ROW] [--check]
+    .venv/bin/python benchmarks/run.py [--events N] [--repeat R] [--only ROW,ROW] [--check] [--queries Q]
 
 Each row runs a streamql query and a PySpark job an expert would write by hand for the same
 output (without CTI handling), writes both to parquet, and reports the best wall time of
@@ -27,6 +27,12 @@ Rows (names for ``--only``, default all):
                    of 1 ms, each interval exploded over its buckets, a join on the bucket, the pair
                    kept in the bucket of its intersection's start. Also prints streamql's time at
                    twice the events (near-linear scaling: about twice the time)
+  many             50 queries (``--queries``) over the 5 M readings of sliding-avg (1,000 meters),
+                   each where(meter == m_i) then an ungrouped hopping_window(10 min, 1 min) count,
+                   collected: run_many of them all against run of one alone (target: together <= 3x
+                   one alone) and the 50 run one after another (timed once); also write_many to
+                   parquet and a hand-written PySpark job computing all 50 at once (F.window, no
+                   CTIs). Not part of the table; runs after it, before the stream row
 
 ``--check`` times nothing: for every row whose baseline has the same output rows (the new rows:
 their CTIs flush, so every event is released and nothing is late) it compares, ignoring order
@@ -56,6 +62,7 @@ from pyspark.sql.window import Window
 
 import streamql as sq
 from streamql.query.nodes import Input
+from streamql.spark.workers import check_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import streaming  # noqa: E402 - benchmarks/streaming.py, beside this file
@@ -426,6 +433,67 @@ def best_of(repeat: int, job: Callable[[str], None]) -> float:
     return min(times)
 
 
+# --- many queries over one scan -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Count:
+    count: int
+
+
+def meter_count(readings: sq.Stream[Reading], meter: str) -> sq.Stream[Count]:
+    return (readings.where(lambda e: e.meter == meter)
+            .hopping_window(timedelta(minutes=10), timedelta(minutes=1))
+            .select(lambda w: Count(w.count())))
+
+
+def many_baseline(source: DataFrame, meters: list[str]) -> list[Any]:
+    """The expert's job for all the meters at once: one filter, Spark's window() per meter."""
+    window = F.window(F.timestamp_micros(F.col("ts")), "10 minutes", "1 minute")
+    counted = source.filter(F.col("meter").isin(meters)).groupBy(window.alias("w"), "meter").count()
+    return counted.select(F.col("w.start").alias("start"), F.col("w.end").alias("end"), "meter", "count").collect()
+
+
+def many_queries(spark: SparkSession, events: int, partitions: int, count: int, repeat: int) -> list[str]:
+    """The ``many`` row: its lines of output."""
+    source = meters(spark, events, partitions)
+    readings_input = sq.input("readings", Reading)
+    binding = sq.Binder(spark).bind(readings_input, source, start="ts", advance_time=flushing())
+    queries: dict[str, sq.Stream[Any]] = {f"m{i}": meter_count(readings_input, f"m{i}") for i in range(count)}
+    first = queries["m0"]
+    outcome: dict[str, Any] = {}
+
+    def timed(runs: int, job: Callable[[], Any], key: str) -> float:
+        times = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            outcome[key] = job()
+            times.append(time.perf_counter() - began)
+        return min(times)
+
+    together = timed(repeat, lambda: binding.run_many(queries), "together")
+    alone = timed(repeat, lambda: binding.run(first), "alone")
+    one_by_one = timed(1, lambda: {name: binding.run(q) for name, q in queries.items()}, "one by one")
+    if outcome["together"] != outcome["one by one"] or outcome["together"]["m0"] != outcome["alone"]:
+        raise AssertionError("many: run_many does not return what run returns")
+    def write_all(out: str) -> None:
+        binding.write_many(queries, {name: os.path.join(out, name) for name in queries})
+
+    written = best_of(repeat, write_all)
+    baseline = timed(repeat, lambda: many_baseline(source, list(queries)), "baseline")
+    label = f"{events / 1e6:g} M"
+    return [
+        f"many: {count} queries over {label} readings, each where(meter == m_i) + hopping_window(10 min, 1 min) "
+        "count, collected",
+        f"  together (run_many)                 {together:8.2f} s  = {together / alone:5.2f} x one alone "
+        "(target <= 3)",
+        f"  one alone (run)                     {alone:8.2f} s",
+        f"  one after another ({count} x run, once)  {one_by_one:8.2f} s  = {one_by_one / together:5.2f} x together",
+        f"  together, written (write_many)      {written:8.2f} s",
+        f"  hand-written PySpark, all in one job {baseline:7.2f} s  (F.window, no CTIs)",
+    ]
+
+
 # --- tasks per stage ------------------------------------------------------------------------
 
 def in_job_groups(spark: SparkSession, prefix: str, job: Callable[[str], None],
@@ -561,16 +629,20 @@ def main() -> int:
     parser.add_argument("--check-events", type=int, default=20_000)
     parser.add_argument("--stream-files", type=int, default=10, help="micro-batches of the stream row")
     parser.add_argument("--stream-batch", type=int, default=100_000, help="events per micro-batch of the stream row")
+    parser.add_argument("--queries", type=int, default=50, help="queries of the many row")
     args = parser.parse_args()
     cases = CASES
     streaming_row = True
+    many_row = True
     if args.only is not None:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = sorted(set(names) - {c.name for c in CASES} - {"stream"})
+        unknown = sorted(set(names) - {c.name for c in CASES} - {"stream", "many"})
         if unknown:
-            parser.error(f"unknown rows {', '.join(unknown)}; rows are {', '.join(c.name for c in CASES)}, stream")
+            parser.error(f"unknown rows {', '.join(unknown)}; rows are {', '.join(c.name for c in CASES)}, many, "
+                         "stream")
         cases = [c for c in CASES if c.name in names]
         streaming_row = "stream" in names
+        many_row = "many" in names
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers use this interpreter
     spark = (SparkSession.builder.master("local[2]").appName("streamql-benchmarks")
              .config("spark.sql.shuffle.partitions", "8")
@@ -579,6 +651,7 @@ def main() -> int:
              .config("spark.driver.memory", "4g")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    check_workers(spark)  # the binder's one job per session, here rather than in the first timed run
     try:
         if args.check:
             results = []
@@ -620,6 +693,11 @@ def main() -> int:
                 print(f"{label.ljust(width)}  {ours_s:10.2f}  {theirs_s:10.2f}  {ours_s / theirs_s:5.2f}")
         for note in notes:
             print(note)
+        if many_row and not args.check:
+            print()
+            events = args.events if args.events is not None else 5_000_000
+            for line in many_queries(spark, events, args.partitions, args.queries, args.repeat):
+                print(line)
         if streaming_row:
             print()
             for line in streaming.run(spark, meters, sliding_avg_query, args.stream_files, args.stream_batch):

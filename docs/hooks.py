@@ -41,7 +41,7 @@ def page_pictures(page: Path) -> dict[str, bytes]:
         os.chdir(scratch)
         try:
             for i, block in enumerate(code[:drawing[-1] + 1]):
-                if "SparkSession" in block:
+                if "SparkSession" in block or "local_session(" in block:
                     raise RuntimeError(f"{page.name} block {i}: the code before a picture must not start Spark")
                 with contextlib.redirect_stdout(io.StringIO()):
                     exec(compile(block, f"{page.name} python block {i}", "exec"), module.__dict__)  # noqa: S102

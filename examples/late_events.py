@@ -19,8 +19,6 @@ Run it with ``.venv/bin/python examples/late_events.py`` (Java 17+ must be insta
 """
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -63,17 +61,9 @@ def settings(policy: sq.AdvanceTimePolicy) -> sq.AdvanceTimeSettings:
 
 
 def spark_session() -> SparkSession:
-    # the Python workers must run this interpreter, which has streamql installed
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("streamql-late-events")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")  # a handful of rows: a handful of scan units
-        .getOrCreate()
-    )
+    # a local Spark whose Python workers run this interpreter (they import streamql), in UTC
+    spark = sq.local_session(**{"spark.app.name": "streamql-late-events",
+                                "spark.sql.shuffle.partitions": "4"})  # a handful of rows: a handful of scan units
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -78,10 +77,8 @@ def show(spark: SparkSession, sink: str, batch: int) -> list[tuple[Any, ...]]:
 
 
 def main() -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[*]").config("spark.pyspark.python", sys.executable)
-             .config("spark.sql.session.timeZone", "UTC").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    # a local Spark whose Python workers run this interpreter (they import streamql), in UTC
+    spark = sq.local_session(**{"spark.sql.shuffle.partitions": "4"})
     spark.sparkContext.setLogLevel("ERROR")
     work = tempfile.mkdtemp(prefix="streamql-live-")
     incoming, sink = os.path.join(work, "incoming"), os.path.join(work, "averages")

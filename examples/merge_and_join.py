@@ -21,7 +21,6 @@ reference evaluator alone (no JVM).
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -143,19 +142,9 @@ def reference_results() -> dict[str, sq.Result[Any]]:
 
 
 def spark_session() -> SparkSession:
-    # The Python workers must run this interpreter (it has streamql installed). PySpark reads
-    # PYSPARK_PYTHON when the driver starts the context; spark.pyspark.python says the same to
-    # spark-submit and cluster deployments.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("streamql-merge-and-join")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")  # a handful of rows: a handful of partitions
-        .getOrCreate()
-    )
+    # a local Spark whose Python workers run this interpreter (they import streamql), in UTC
+    spark = sq.local_session(**{"spark.app.name": "streamql-merge-and-join",
+                                "spark.sql.shuffle.partitions": "4"})  # a handful of rows: a handful of partitions
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -13,7 +13,6 @@ Run it with ``.venv/bin/python examples/power_meter.py`` (Java 17+ must be insta
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -73,19 +72,9 @@ settings = sq.AdvanceTimeSettings(
 
 
 def spark_session() -> SparkSession:
-    # The Python workers must run this interpreter (it has streamql installed). PySpark reads
-    # PYSPARK_PYTHON when the driver starts the context; spark.pyspark.python says the same to
-    # spark-submit and cluster deployments.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("streamql-power-meter")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")  # a handful of rows: a handful of scan units
-        .getOrCreate()
-    )
+    # a local Spark whose Python workers run this interpreter (they import streamql), in UTC
+    spark = sq.local_session(**{"spark.app.name": "streamql-power-meter",
+                                "spark.sql.shuffle.partitions": "4"})  # a handful of rows: a handful of scan units
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -19,7 +19,6 @@ Run it with ``.venv/bin/python examples/windows.py`` (Java 17+ must be installed
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -183,19 +182,9 @@ flush = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1_000_000, 
 
 
 def spark_session() -> SparkSession:
-    # The Python workers must run this interpreter (it has streamql installed). PySpark reads
-    # PYSPARK_PYTHON when the driver starts the context; spark.pyspark.python says the same to
-    # spark-submit and cluster deployments.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("streamql-windows")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")  # a handful of rows: a handful of partitions
-        .getOrCreate()
-    )
+    # a local Spark whose Python workers run this interpreter (they import streamql), in UTC
+    spark = sq.local_session(**{"spark.app.name": "streamql-windows",
+                                "spark.sql.shuffle.partitions": "4"})  # a handful of rows: a handful of partitions
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

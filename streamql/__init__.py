@@ -14,6 +14,7 @@ from streamql.query.aggregates import UserAggregate
 from streamql.query.stream import Stream, input
 from streamql.query.windowed import Grouped, GroupedWindowed, GroupWindow, Window, Windowed
 from streamql.running import Progress, RunningQuery
+from streamql.spark.session import local_session
 from streamql.time import INFINITY, TICK
 
 __all__ = [
@@ -22,5 +23,5 @@ __all__ = [
     "EndEdge", "Event", "ExpressionError", "GroupWindow", "Grouped", "GroupedWindowed", "Insert",
     "Progress", "Result", "RunningQuery", "SchemaError", "Shape", "StartEdge", "Stream", "StreamqlError",
     "UserAggregate", "Window", "Windowed", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
-    "length", "not_", "plot", "reference", "timeline",
+    "length", "local_session", "not_", "plot", "reference", "timeline",
 ]

@@ -1,14 +1,17 @@
 """The user-facing ``Binder``: binds inputs to DataFrames, runs queries on Spark, returns results."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Literal, Mapping, TypeVar
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Literal, Mapping, Sequence, TypeVar
 
 import attrs
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from streamql.advance_time import AdvanceTimeSettings
-from streamql.errors import BindingError
+from streamql.errors import BindingError, StreamqlError
 from streamql.events import Edge, EdgeKind, Event, Result, Shape
 from streamql.payload import sort_key
 from streamql.query.nodes import Input, Node, inputs_of
@@ -18,9 +21,11 @@ from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, 
 from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
-from streamql.spark.operators import Flow, compile_node
+from streamql.spark.operators import Flow, compile_node, input_flow
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.schema import collectable, payload_from_row
+from streamql.spark.sharing import TAG, compiled_together
+from streamql.spark.workers import check_workers
 from streamql.time import from_micros
 
 if TYPE_CHECKING:
@@ -42,6 +47,8 @@ class _Execution(Generic[T]):
     bad_rows: int
     persisted: list[DataFrame] = attrs.field(eq=False)
     flows: Mapping[str, Flow] = attrs.field(eq=False)  # the scanned inputs
+    #: run with others (``run_many``) as one query grouped by a tag: the flow of them all, and its tag
+    tagged: tuple[Flow, int] | None = attrs.field(default=None, eq=False)
 
     def released(self, output: Shape) -> DataFrame:
         return release(self.events, self.cti, output, [f.name for f in self.node.schema.fields])
@@ -104,6 +111,14 @@ class Binder:
 
     # --- running ------------------------------------------------------------------------
     def _execute(self, q: Stream[T]) -> _Execution[T]:
+        read = self._check_query(q)
+        ingresses, flows = self._scan_inputs(read)
+        output = compile_node(q.node, flows)
+        persisted = [df for i in ingresses.values() for df in i.persisted]
+        return _execution(q, read, ingresses, flows, output, persisted)
+
+    def _check_query(self, q: Stream[Any]) -> dict[str, Input]:
+        """The inputs ``q`` reads, each checked to be bound, as ``q`` reads it, to a batch DataFrame."""
         if not isinstance(q, Stream):
             raise BindingError(f"expected a query (sq.Stream), got {q!r}")
         read = inputs_of(q.node)
@@ -118,16 +133,68 @@ class Binder:
                 bound = self._bindings[name].node
                 raise BindingError(f"input {name!r} is bound as {bound.schema.name}/{bound.shape.name} but the query "
                                    f"reads it as {node.schema.name}/{node.shape.name}")
+        return read
+
+    def _scan_inputs(self, read: Mapping[str, Input],
+                     readers: Mapping[str, Sequence[str]] | None = None) -> tuple[dict[str, Ingress], dict[str, Flow]]:
+        """Scans the inputs ``read`` (and those whose CTIs they import), each once, in import order;
+        returns the scans and the flows of ``read``. ``readers``: the queries reading each input
+        (``run_many``), which an error while scanning it names."""
+        check_workers(self._spark)  # once per SparkContext, before the query's first job
         ingresses: dict[str, Ingress] = {}
-        for name in self._scan_order(set(read)):
-            ingresses[name] = self._scan(name, ingresses, read)
-        flows = {name: Flow(ingresses[name].events, ingresses[name].final_cti, ingresses[name].finite_cti)
+        try:
+            for name in self._scan_order(set(read)):
+                with errors_naming(readers.get(name, ()) if readers is not None else ()):
+                    ingresses[name] = self._scan(name, ingresses, read)
+        except BaseException:
+            for done in ingresses.values():
+                for df in done.persisted:
+                    df.unpersist()
+            raise
+        flows = {name: input_flow(ingresses[name].events, ingresses[name].final_cti, ingresses[name].finite_cti)
                  for name in read}
-        output = compile_node(q.node, flows)
-        counted = [ingresses[name] for name in read]
+        return ingresses, flows
+
+    @contextmanager
+    def _executions(self, queries: Mapping[str, Stream[Any]], what: str) -> Iterator[dict[str, _Execution[Any]]]:
+        """The queries of ``run_many``/``write_many``/... compiled over one scan of each input they
+        read, sub-queries they share compiled once; what was cached is released on exit."""
+        if not isinstance(queries, Mapping):
+            raise BindingError(f"{what} takes a mapping of names to queries (dict[str, sq.Stream]), got {queries!r}")
+        for name in queries:
+            if not isinstance(name, str):
+                raise BindingError(f"{what}: query names must be strings, got {name!r}")
+        reads: dict[str, dict[str, Input]] = {}
+        for name, q in queries.items():
+            with errors_naming([name]):
+                reads[name] = self._check_query(q)
+                self._scan_order(set(reads[name]))  # imports that are not bound, or a cycle
+        read: dict[str, Input] = {}
+        readers: dict[str, list[str]] = {}
+        for name, its_inputs in reads.items():
+            read.update(its_inputs)
+            for input_name in its_inputs:
+                readers.setdefault(input_name, []).append(name)
+        # the scan of an input whose CTIs others import serves the queries reading those
+        for input_name in reversed(self._scan_order(set(read))):
+            settings = self._bindings[input_name].advance_time
+            if settings is not None and settings.import_ is not None:
+                source = readers.setdefault(settings.import_.from_input, [])
+                source += [n for n in readers.get(input_name, []) if n not in source]
+        ingresses, flows = self._scan_inputs(read, readers)
         persisted = [df for i in ingresses.values() for df in i.persisted]
-        return _Execution(q.node, output.frame, output.cti, sum(i.dropped for i in counted),
-                          sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted, flows)
+        try:
+            executions: dict[str, _Execution[Any]] = {}
+            with compiled_together([q.node for q in queries.values()], flows) as shared:
+                persisted += shared.persisted
+                for name, q in queries.items():
+                    with errors_naming([name]):
+                        execution = _execution(q, reads[name], ingresses, flows, compile_node(q.node, flows), [])
+                        executions[name] = attrs.evolve(execution, tagged=shared.grouped.get(q.node))
+            yield executions
+        finally:
+            for df in persisted:
+                df.unpersist()
 
     def _scan_order(self, read: set[str]) -> list[str]:
         order: list[str] = []
@@ -148,7 +215,7 @@ class Binder:
             visit(name, ())
         return order
 
-    def _scan(self, name: str, done: dict[str, Ingress], read: dict[str, Input],
+    def _scan(self, name: str, done: dict[str, Ingress], read: Mapping[str, Input],
               initial: ScanState = ScanState(), match_edges: bool = True, final: bool = True) -> Ingress:
         """Scans input ``name`` (``done``: the inputs scanned before it). A streaming step scans its
         micro-batch from the carried state (``initial``), matches edges itself, and flushes only
@@ -192,6 +259,7 @@ class Binder:
         """
         from streamql.running import start
 
+        check_workers(self._spark)
         return start(self._spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
                      output=output, trigger=trigger, feed=feed)
 
@@ -227,21 +295,7 @@ class Binder:
             raise BindingError(f"output must be a sq.Shape, got {output!r}")
         execution = self._execute(q)
         try:
-            released = execution.released(output)
-            schema = q.node.schema
-            payload = [collectable(F.col(f.name), f.type).alias(f.name) for f in schema.fields]
-            count = len(schema.fields)
-            if output is Shape.EDGE:
-                rows = released.select(EDGE_KIND, EDGE_TIME, START, *payload).collect()
-                edges = [Edge(EdgeKind(r[0]), from_micros(r[1]), from_micros(r[2]), payload_from_row(schema, r[3:3 + count]))
-                         for r in rows]
-                edges.sort(key=lambda e: (e.time, e.kind is EdgeKind.START, e.start, sort_key(schema, e.payload)))
-                return execution.result([], edges)
-            rows = released.select(START, END, *payload).collect()
-            events: list[Event[Any]] = [Event(from_micros(r[0]), from_micros(r[1]), payload_from_row(schema, r[2:2 + count]))
-                                        for r in rows]
-            events.sort(key=lambda e: (e.start, e.end, sort_key(schema, e.payload)))
-            return execution.result(events, [])
+            return _collected(execution, output)
         finally:
             execution.unpersist()
 
@@ -261,6 +315,193 @@ class Binder:
         finally:
             execution.unpersist()
 
+    # --- many queries over one scan -------------------------------------------------------
+    def run_many(self, queries: Mapping[str, Stream[Any]], output: Shape = Shape.INTERVAL) -> dict[str, Result[Any]]:
+        """Runs several queries together: under each name, exactly what ``run`` of that query alone
+        returns. Every input is scanned once for all the queries that read it, and the operators
+        that queries share (equal sub-queries, such as a common prefix) are compiled once. An
+        error in one query names it (``query 'name': ...``).
+
+        >>> results = binding.run_many({"busy": busy, "averages": averages})  # doctest: +SKIP
+        >>> results["busy"].events                                            # doctest: +SKIP
+        """
+        if not isinstance(output, Shape):
+            raise BindingError(f"output must be a sq.Shape, got {output!r}")
+        if not queries:
+            return {}
+        with self._executions(queries, "run_many") as executions:
+            # queries grouped by one tag are collected at once, the others one by one
+            grouped: dict[int, list[str]] = {}
+            jobs: list[tuple[list[str], Callable[[], dict[str, Result[Any]]]]] = []
+            for name, execution in executions.items():
+                if execution.tagged is not None:
+                    grouped.setdefault(id(execution.tagged[0]), []).append(name)
+                else:
+                    jobs.append(([name], functools.partial(lambda n, e: {n: _collected(e, output)}, name, execution)))
+            for names in grouped.values():
+                jobs.append((names, functools.partial(_collected_together, {n: executions[n] for n in names}, output)))
+            results: dict[str, Result[Any]] = {}
+            for part in _in_parallel(jobs):
+                results.update(part)
+            return {name: results[name] for name in queries}
+
+    def write_many(self, queries: Mapping[str, Stream[Any]], paths: Mapping[str, str], format: str = "parquet",
+                   mode: str = "errorifexists") -> dict[str, Result[Any]]:
+        """``write`` for several queries over one scan of each input (as ``run_many``): query
+        ``name`` goes to ``paths[name]``; the keys of ``paths`` are the names of ``queries``.
+        Returns each query's counts and final CTI, with empty ``events``.
+
+        >>> binding.write_many({"busy": busy, "averages": averages},                   # doctest: +SKIP
+        ...                    {"busy": "/data/busy", "averages": "/data/averages"})
+        """
+        _check_names("write_many", queries, paths, "paths")
+        options: dict[str, dict[str, str]] = {}
+        for name, q in queries.items():
+            with errors_naming([name]):
+                if not isinstance(q, Stream):
+                    raise BindingError(f"expected a query (sq.Stream), got {q!r}")
+                options[name] = writer_options(format, q.node.schema, "write")
+        if not queries:
+            return {}
+        def written(name: str, execution: _Execution[Any]) -> Result[Any]:
+            out = _user_columns(execution.released(Shape.INTERVAL), queries[name])
+            out.write.mode(mode).format(format).options(**options[name]).save(paths[name])
+            return execution.result([], [])
+
+        with self._executions(queries, "write_many") as executions:
+            jobs = [([name], functools.partial(written, name, execution)) for name, execution in executions.items()]
+            return dict(zip(executions, _in_parallel(jobs)))
+
+    def start_many(self, queries: Mapping[str, Stream[Any]], *, sinks: Mapping[str, str], checkpoint: str,
+                   format: str = "parquet", name: str | None = None) -> RunningQuery[Any]:
+        """``start`` for several queries as ONE Structured Streaming query with one checkpoint: each
+        micro-batch scans every input once for all the queries, then runs each query's
+        incremental step, writing query ``n`` to ``sinks[n]`` (``<sink>/micro_batch=<id>``); the
+        keys of ``sinks`` are the names of ``queries`` (letters, digits, ``_``, ``-``, ``.``). Started
+        again with the same checkpoint and the same queries, it continues where it stopped.
+        ``RunningQuery.as_stream(n)`` reads query ``n``'s output.
+
+        >>> running = binding.start_many({"busy": busy, "averages": averages}, checkpoint="/data/ck",  # doctest: +SKIP
+        ...                              sinks={"busy": "/data/busy", "averages": "/data/averages"})
+        """
+        from streamql.running import start_many
+
+        _check_names("start_many", queries, sinks, "sinks")
+        if not queries:
+            raise BindingError("start_many needs at least one query")
+        check_workers(self._spark)
+        return start_many(self._spark, self._bindings, queries, sinks=sinks, checkpoint=checkpoint, format=format,
+                          name=name)
+
 
 def _user_columns(released: DataFrame, q: Stream[Any]) -> DataFrame:
     return user_columns(released, [f.name for f in q.node.schema.fields])
+
+
+def _execution(q: Stream[T], read: Mapping[str, Input], ingresses: Mapping[str, Ingress], flows: Mapping[str, Flow],
+               output: Flow, persisted: list[DataFrame]) -> _Execution[T]:
+    """``q`` compiled to ``output``, with the counts of the inputs it reads (not of those it only
+    imports CTIs from)."""
+    counted = [ingresses[name] for name in read]
+    return _Execution(q.node, output.frame, output.cti, sum(i.dropped for i in counted),
+                      sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted, flows)
+
+
+def _collected(execution: _Execution[T], output: Shape) -> Result[T]:
+    """What ``execution`` releases as ``output``, collected and sorted (``Binder.run``)."""
+    return _result(execution, output, _released_columns(execution.released(output), execution.node, output).collect())
+
+
+def _collected_together(executions: Mapping[str, _Execution[Any]], output: Shape) -> dict[str, Result[Any]]:
+    """``_collected`` of queries grouped by one tag (``run_many``): their flow released and
+    collected once, its rows shared out by tag."""
+    first = next(iter(executions.values()))
+    assert first.tagged is not None
+    flow = first.tagged[0]
+    payload = [f.name for f in first.node.schema.fields]
+    released = release(flow.frame, flow.cti, output, payload + [TAG])
+    rows: dict[int, list[Row]] = {}
+    for row in _released_columns(released, first.node, output, F.col(TAG)).collect():
+        rows.setdefault(row[-1], []).append(row)
+    return {name: _result(e, output, rows.get(e.tagged[1] if e.tagged else -1, [])) for name, e in executions.items()}
+
+
+def _released_columns(released: DataFrame, node: Node, output: Shape, *more: Column) -> DataFrame:
+    """The released rows as ``_result`` reads them: times as microseconds, payloads as Python values."""
+    payload = [collectable(F.col(f.name), f.type).alias(f.name) for f in node.schema.fields]
+    if output is Shape.EDGE:
+        return released.select(EDGE_KIND, EDGE_TIME, START, *payload, *more)
+    return released.select(START, END, *payload, *more)
+
+
+def _result(execution: _Execution[T], output: Shape, rows: Sequence[Row]) -> Result[T]:
+    """``execution``'s result from its released rows (``_released_columns``), sorted."""
+    schema = execution.node.schema
+    count = len(schema.fields)
+    if output is Shape.EDGE:
+        edges = [Edge(EdgeKind(r[0]), from_micros(r[1]), from_micros(r[2]), payload_from_row(schema, r[3:3 + count]))
+                 for r in rows]
+        edges.sort(key=lambda e: (e.time, e.kind is EdgeKind.START, e.start, sort_key(schema, e.payload)))
+        return execution.result([], edges)
+    events: list[Event[Any]] = [Event(from_micros(r[0]), from_micros(r[1]), payload_from_row(schema, r[2:2 + count]))
+                                for r in rows]
+    events.sort(key=lambda e: (e.start, e.end, sort_key(schema, e.payload)))
+    return execution.result(events, [])
+
+
+#: how many of the queries of ``run_many``/``write_many`` run their Spark jobs at a time: jobs
+#: that wait on the driver (planning, committing files) leave the cores to the others
+PARALLEL_QUERIES = 4
+
+
+def _in_parallel(jobs: Sequence[tuple[Sequence[str], Callable[[], T]]]) -> list[T]:
+    """Each job's outcome, in order, running up to ``PARALLEL_QUERIES`` of them at a time; an error
+    names the queries of its job (the first failed job's, in order, once all have finished)."""
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_QUERIES, len(jobs))) as pool:
+        futures = [pool.submit(job) for _, job in jobs]
+        outcomes: list[T] = []
+        for (names, _), future in zip(jobs, futures):
+            with errors_naming(names):
+                outcomes.append(future.result())
+        return outcomes
+
+
+def _check_names(what: str, queries: Mapping[str, Any], other: Mapping[str, Any], role: str) -> None:
+    """``other`` (the paths of ``write_many``, the sinks of ``start_many``) has exactly the names of
+    ``queries``."""
+    if not isinstance(other, Mapping):
+        raise BindingError(f"{what}: {role} must be a mapping of the query names to {role}, got {other!r}")
+    missing = [n for n in queries if n not in other]
+    extra = [n for n in other if n not in queries]
+    if missing or extra:
+        parts = ([f"no {role[:-1]} for {', '.join(map(repr, missing))}"] if missing else []) + \
+                ([f"{role} for no query: {', '.join(map(repr, extra))}"] if extra else [])
+        raise BindingError(f"{what}: the keys of {role} must be the query names ({', '.join(map(repr, queries))}); "
+                           + "; ".join(parts))
+
+
+@contextmanager
+def errors_naming(names: Sequence[str]) -> Iterator[None]:
+    """An error raised inside names the queries of ``run_many`` (``write_many``, ``start_many``) it
+    concerns: a streamql error is raised again as the same class, its message prefixed with
+    ``query 'name': ``; any other exception gets that as a note."""
+    if not names:
+        yield
+        return
+    label = f"query {names[0]!r}" if len(names) == 1 else "queries " + ", ".join(map(repr, names))
+    try:
+        yield
+    except StreamqlError as exc:
+        try:
+            named: StreamqlError | None = type(exc)(f"{label}: {exc}")
+        except Exception:  # a subclass that is not made from a message alone
+            named = None
+        if named is None:
+            exc.add_note(f"in {label}")
+            raise
+        raise named from exc
+    except Exception as exc:
+        exc.add_note(f"in {label}")
+        raise

@@ -8,16 +8,23 @@ output CTI to the query's *feed* (``<checkpoint>/streamql/feed/micro_batch=<id>`
 renamed when whole, in that order, so a micro-batch that Spark runs again after a crash finds
 what it wrote before and writes nothing twice; Spark's own progress lives in
 ``<checkpoint>/spark``.
+
+``Binder.start_many`` runs several queries in one Structured Streaming query: each micro-batch
+scans every input once for all of them, then runs each query's step; query ``n`` keeps its feed
+and states under ``<checkpoint>/streamql/queries/<n>``, and commits them as a query alone does.
 """
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import re
 import threading
 import time
 from typing import Any, Generic, Mapping, TypeVar
 
 import attrs
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -27,8 +34,8 @@ from streamql.errors import BindingError
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
-from streamql.spark.incremental import Carried, Plan, StateStore, Step, empty_carried, step
-from streamql.spark.ingress import Binding
+from streamql.spark.incremental import Carried, InputState, Plan, StateStore, Step, empty_carried, scan_new_rows, step
+from streamql.spark.ingress import Binding, Ingress
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
 from streamql.spark.schema import spark_type
 from streamql.spark.columns import START
@@ -57,6 +64,7 @@ class Progress:
     state_rows: int  # rows carried to the next micro-batch (kept events, open edges, released sets)
     started: float  # time.time() when the step began
     seconds: float  # how long the step took
+    query: str = ""  # the query's name: its key in start_many, the running query's name for start
 
 
 _NUMBERS = itertools.count(1)
@@ -93,24 +101,23 @@ def sink_columns(released: DataFrame, output: Shape, payload: list[str]) -> Data
     return user_columns(released, payload)
 
 
-class _Runner:
-    """Runs the steps of one query; Spark calls ``run_batch`` from its streaming thread."""
+class _Query:
+    """One query of a running query: its plan, its sink, its feed and its carried states (under
+    ``root``)."""
 
-    def __init__(self, spark: SparkSession, plan: Plan, streaming: list[str], sink: str, checkpoint: str,
-                 format: str, options: Mapping[str, str], output: Shape, feed: bool) -> None:
+    def __init__(self, spark: SparkSession, name: str, plan: Plan, sink: str, root: str, format: str,
+                 options: Mapping[str, str], output: Shape, feed: bool) -> None:
         self.spark = spark
+        self.name = name
         self.plan = plan
-        self.streaming = streaming  # the inputs read from the unioned stream, by position
         self.sink = sink.rstrip("/")
         self.format = format
         self.options = options
         self.output = output
-        self.feed = f"{checkpoint.rstrip('/')}/streamql/feed" if feed else None
-        self.store = StateStore(spark, f"{checkpoint.rstrip('/')}/streamql")
-        self.lock = threading.Lock()
-        self.progress: list[Progress] = []
+        self.feed = f"{root}/feed" if feed else None
+        self.store = StateStore(spark, root)
 
-    def _previous(self, batch: int) -> Carried:
+    def previous(self, batch: int) -> Carried:
         latest = self.store.latest(before=batch)
         return empty_carried(self.plan) if latest is None else self.store.load(latest)
 
@@ -127,30 +134,18 @@ class _Runner:
             raise BindingError(f"the checkpoint under {self.store.root} belongs to a query that was stopped with "
                                "flush: its output is complete; start with a new checkpoint")
 
-    def _split(self, df: DataFrame) -> dict[str, DataFrame]:
-        if len(self.streaming) == 1:
-            return {self.streaming[0]: df}
-        return {name: df.filter(F.col(_INPUT) == index).select(f"_sq_in{index}.*")
-                for index, name in enumerate(self.streaming)}
+    @property
+    def flushes(self) -> bool:
+        """Whether an input of the query gets a final INFINITY CTI when the run stops."""
+        settings = [b.advance_time for b in self.plan.bindings.values()]
+        return any(s is not None and s.generation is not None and s.generation.flush for s in settings)
 
-    def run_batch(self, df: DataFrame, batch: int) -> None:
-        with self.lock:
-            self.check_checkpoint()
-            if self.store.has(batch):  # Spark runs a micro-batch again that was done before a crash
-                return
-            self._run(self._previous(batch), self._split(df), batch, final=False)
-
-    def finish(self) -> None:
-        """The final step when the query stops with flush: no new rows, final INFINITY CTIs."""
-        with self.lock:
-            self.check_checkpoint()
-            latest = self.store.latest()
-            batch = 0 if latest is None else latest + 1
-            self._run(self._previous(batch), {}, batch, final=True)
-
-    def _run(self, carried: Carried, new: dict[str, DataFrame], batch: int, final: bool) -> None:
+    def run(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool,
+            scanned: Mapping[str, Ingress] | None = None) -> Progress:
+        """One step: writes what it releases to the sink, its EDGE output to the feed, then commits
+        its state. ``scanned``: the new rows scanned already, for several queries."""
         began = time.time()
-        outcome: Step = step(self.spark, self.plan, carried, new, batch, final=final)
+        outcome: Step = step(self.spark, self.plan, carried, new, batch, final=final, scanned=scanned)
         try:
             payload = self.plan.payload
             released = outcome.released_now[self.output]
@@ -170,27 +165,129 @@ class _Runner:
         finally:
             outcome.unpersist()
         state = committed.state
-        self.progress.append(Progress(
+        return Progress(
             batch=batch, input_rows=dict(outcome.input_rows), released=count,
             input_ctis={name: None if i.cti is None else from_micros(i.cti) for name, i in state.inputs.items()},
             output_cti=None if state.out_cti is None else from_micros(state.out_cti),
             dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=committed.rows(),
-            started=began, seconds=time.time() - began))
+            started=began, seconds=time.time() - began, query=self.name)
+
+
+class _Runner:
+    """Runs the micro-batches of a running query's queries (one for ``start``, several for
+    ``start_many``); Spark calls ``run_batch`` from its streaming thread."""
+
+    def __init__(self, spark: SparkSession, queries: Mapping[str, _Query], streaming: list[str],
+                 many: bool = False) -> None:
+        self.spark = spark
+        self.queries = dict(queries)
+        self.streaming = streaming  # the inputs read from the unioned stream, by position
+        self.many = many  # started with start_many: as_stream and result need a query's name
+        self.lock = threading.Lock()
+        self.progress: list[Progress] = []
+
+    def check_checkpoint(self) -> None:
+        for query in self.queries.values():
+            query.check_checkpoint()
+
+    def _split(self, df: DataFrame) -> dict[str, DataFrame]:
+        if len(self.streaming) == 1:
+            return {self.streaming[0]: df}
+        return {name: df.filter(F.col(_INPUT) == index).select(f"_sq_in{index}.*")
+                for index, name in enumerate(self.streaming)}
+
+    def run_batch(self, df: DataFrame, batch: int) -> None:
+        with self.lock:
+            self.check_checkpoint()
+            # Spark runs a micro-batch again that was done (by some of the queries) before a crash
+            due = [q for q in self.queries.values() if not q.store.has(batch)]
+            if not due:
+                return
+            shared = len(due) > 1
+            if shared:  # every query's scan and step reads the micro-batch: read its files once
+                df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                self._run(due, self._split(df), batch, final=False)
+            finally:
+                if shared:
+                    df.unpersist()
+
+    def finish(self) -> None:
+        """The final step when the query stops with flush: no new rows, final INFINITY CTIs (for
+        each query one of whose inputs flushes)."""
+        with self.lock:
+            self.check_checkpoint()
+            by_batch: dict[int, list[_Query]] = {}
+            for query in self.queries.values():
+                if query.flushes:
+                    latest = query.store.latest()
+                    by_batch.setdefault(0 if latest is None else latest + 1, []).append(query)
+            for batch, due in sorted(by_batch.items()):
+                self._run(due, {}, batch, final=True)
+
+    def _run(self, due: list[_Query], new: Mapping[str, DataFrame], batch: int, final: bool) -> None:
+        carried = [q.previous(batch) for q in due]
+        scanned = self._scan_once(due, carried, new, final) if len(due) > 1 else None
+        try:
+            for query, before in zip(due, carried):
+                self.progress.append(query.run(before, new, batch, final, scanned))
+        finally:
+            for ingress in (scanned or {}).values():
+                for frame in ingress.persisted:
+                    frame.unpersist()
+
+    def _scan_once(self, due: list[_Query], carried: list[Carried], new: Mapping[str, DataFrame],
+                   final: bool) -> dict[str, Ingress] | None:
+        """The new rows of every input the queries read, scanned once for all of them — from the
+        scan state they carry, which is the same for every query reading the input (it depends on
+        the input's rows alone). None if it is not (then each query scans for itself)."""
+        states: dict[str, InputState] = {}
+        bindings: dict[str, Binding] = {}
+        static: set[str] = set()
+        for query, before in zip(due, carried):
+            for name in nodes.inputs_of(query.plan.query):
+                state = before.state.inputs[name]
+                if name in states and (states[name].scan, states[name].fed) != (state.scan, state.fed):
+                    return None
+                states[name] = state
+                bindings[name] = query.plan.bindings[name]
+            static |= query.plan.static
+        return scan_new_rows(self.spark, bindings, frozenset(static), states, new, final)
 
 
 class RunningQuery(Generic[T]):
-    """A query running on Structured Streaming (``Binder.start``).
+    """A query running on Structured Streaming (``Binder.start``), or several run together in one
+    (``Binder.start_many``: ``queries`` by name).
 
     >>> running = binding.start(averages, sink="/data/out", checkpoint="/data/ck")  # doctest: +SKIP
     >>> running.process_all_available(); running.stop()                              # doctest: +SKIP
     """
 
-    def __init__(self, name: str, query: Stream[T], runner: _Runner, streaming_query: StreamingQuery) -> None:
+    def __init__(self, name: str, queries: Mapping[str, Stream[Any]], runner: _Runner,
+                 streaming_query: StreamingQuery) -> None:
         self.name = name
-        self.query = query
+        #: the queries it runs, by name (for ``start``, the one query under the running query's name)
+        self.queries = dict(queries)
         self._runner = runner
         self._streaming = streaming_query
         self._stopped = False
+
+    @property
+    def query(self) -> Stream[T]:
+        """The query it runs (``start_many``: the only one, else ``BindingError``; see ``queries``)."""
+        return self.queries[self._chosen(None).name]
+
+    def _chosen(self, name: str | None) -> _Query:
+        """The query named ``name`` (None: the only one)."""
+        queries = self._runner.queries
+        if name is None and len(queries) == 1:
+            return next(iter(queries.values()))
+        choices = ", ".join(map(repr, queries))
+        if name is None:
+            raise BindingError(f"running query {self.name!r} runs several queries: name one of {choices}")
+        if name not in queries:
+            raise BindingError(f"running query {self.name!r} runs no query named {name!r}; its queries are {choices}")
+        return queries[name]
 
     @property
     def streaming_query(self) -> StreamingQuery:
@@ -203,7 +300,8 @@ class RunningQuery(Generic[T]):
 
     @property
     def progress(self) -> list[Progress]:
-        """One record per micro-batch this process ran, oldest first."""
+        """One record per micro-batch this process ran, oldest first (``start_many``: one per
+        micro-batch and query, ``Progress.query`` naming it)."""
         return list(self._runner.progress)
 
     @property
@@ -211,12 +309,14 @@ class RunningQuery(Generic[T]):
         progress = self._runner.progress
         return progress[-1] if progress else None
 
-    def result(self) -> Result[T]:
-        """The counts so far and the output CTI (the events are in the sink)."""
-        latest = self._runner.store.latest()
+    def result(self, name: str | None = None) -> Result[T]:
+        """The counts so far and the output CTI (the events are in the sink); ``name``: which
+        query (``start_many``)."""
+        store = self._chosen(name).store
+        latest = store.latest()
         if latest is None:
             return Result(events=[], edges=[], dropped=0, adjusted=0, bad_rows=0, final_cti=None)
-        state = self._runner.store.state(latest)
+        state = store.state(latest)
         return Result(events=[], edges=[], dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows,
                       final_cti=None if state.out_cti is None else from_micros(state.out_cti))
 
@@ -240,22 +340,27 @@ class RunningQuery(Generic[T]):
             return
         self._streaming.stop()
         self._stopped = True
-        settings = [b.advance_time for b in self._runner.plan.bindings.values()]
-        wants = any(s is not None and s.generation is not None and s.generation.flush for s in settings)
-        if flush and wants:
+        if flush and any(q.flushes for q in self._runner.queries.values()):
             self._runner.finish()
 
     def exception(self) -> Any:
         """The exception that stopped the query, or None."""
         return self._streaming.exception()
 
-    def as_stream(self) -> Stream[T]:
+    def as_stream(self, name: str | None = None) -> Stream[T]:
         """This query's output as an input of other queries: its EDGE output and output CTIs, read
-        from the feed as they are released. ``Binder.start`` binds it by itself."""
-        if self._runner.feed is None:
+        from the feed as they are released. ``Binder.start`` binds it by itself. ``name``: which
+        query, when it runs several (``start_many``); the input is then named
+        ``<running query's name>.<name>``.
+
+        >>> alerts = running.as_stream("busy").where(lambda e: e.consumption > 100)  # doctest: +SKIP
+        """
+        query = self._chosen(name)
+        if query.feed is None:
             raise BindingError(f"query {self.name!r} was started with feed=False: its output cannot be read as a stream")
-        node = nodes.Input(self.name, self.query.node.schema, Shape.EDGE)
-        _FEEDS[node] = self._runner.feed
+        input_name = f"{self.name}.{query.name}" if self._runner.many else self.name
+        node = nodes.Input(input_name, query.plan.query.schema, Shape.EDGE)
+        _FEEDS[node] = query.feed
         return Stream(node)
 
 
@@ -276,14 +381,9 @@ def feed_binding(spark: SparkSession, node: nodes.Input) -> Binding | None:
     return Binding(node, source, "start", "end", "edge", "kind", "arrival", None, "error")
 
 
-def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
-          format: str, name: str | None, output: Shape, trigger: str | None, feed: bool) -> RunningQuery[T]:
-    """``Binder.start``: the checks, the unioned source, the ``foreachBatch`` runner."""
-    if not isinstance(q, Stream):
-        raise BindingError(f"expected a query (sq.Stream), got {q!r}")
-    if not isinstance(output, Shape):
-        raise BindingError(f"output must be a sq.Shape, got {output!r}")
-    options = writer_options(format, q.node.schema, "sink")
+def _chosen_bindings(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[Any]) -> dict[str, Binding]:
+    """The bindings of the inputs ``q`` reads (an input ``as_stream`` returned binds itself) and of
+    those whose CTIs they import."""
     read = nodes.inputs_of(q.node)
     chosen: dict[str, Binding] = {}
     for input_name, node in read.items():
@@ -297,22 +397,23 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
             raise BindingError(f"input {input_name!r} is bound as {b.node.schema.name}/{b.node.shape.name} but the "
                                f"query reads it as {node.schema.name}/{node.shape.name}")
         chosen[input_name] = b
-    for b in chosen.values():
+    for b in list(chosen.values()):
         imported = b.advance_time.import_ if b.advance_time is not None else None
         if imported is not None and imported.from_input not in chosen:
             if imported.from_input not in bindings:
                 raise BindingError(f"input {b.name!r} imports the CTIs of {imported.from_input!r}, which is not bound")
             chosen[imported.from_input] = bindings[imported.from_input]
-    streaming = sorted(n for n, b in chosen.items() if b.source.isStreaming)
-    if not streaming:
+    if not any(b.source.isStreaming for b in chosen.values()):
         raise BindingError("Binder.start runs queries over streaming DataFrames (spark.readStream...); every input "
                            "of this query is static: use run/collect/write")
-    static = frozenset(n for n in chosen if n not in streaming)
-    shapes = (output,) if not feed or output is Shape.EDGE else (output, Shape.EDGE)
-    plan = Plan(q.node, chosen, shapes, static)
-    query_name = name or f"streamql_{next(_NUMBERS)}"
-    runner = _Runner(spark, plan, streaming, sink, checkpoint, format, options, output, feed)
-    runner.check_checkpoint()  # a checkpoint of another query, or of a finished one, fails here
+    return chosen
+
+
+def _launch(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, query_name: str,
+            trigger: str | None) -> StreamingQuery:
+    """The one Structured Streaming query: the streaming inputs' rows in one stream (tagged by input
+    when there are several), each micro-batch handed to ``runner``."""
+    streaming = runner.streaming
     if len(streaming) == 1:
         source = chosen[streaming[0]].source
     else:
@@ -328,7 +429,83 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
               .option("checkpointLocation", f"{checkpoint.rstrip('/')}/spark").queryName(query_name))
     if trigger is not None:
         writer = writer.trigger(processingTime=trigger)
-    return RunningQuery(query_name, q, runner, writer.start())
+    return writer.start()
 
 
-__all__ = ["MICRO_BATCH", "Progress", "RunningQuery", "feed_columns", "sink_columns", "start"]
+#: what a checkpoint of ``start_many`` lists: the names of its queries
+_MANY = "queries.json"
+
+
+def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
+          format: str, name: str | None, output: Shape, trigger: str | None, feed: bool) -> RunningQuery[T]:
+    """``Binder.start``: the checks, the unioned source, the ``foreachBatch`` runner."""
+    if not isinstance(q, Stream):
+        raise BindingError(f"expected a query (sq.Stream), got {q!r}")
+    if not isinstance(output, Shape):
+        raise BindingError(f"output must be a sq.Shape, got {output!r}")
+    options = writer_options(format, q.node.schema, "sink")
+    chosen = _chosen_bindings(spark, bindings, q)
+    streaming = sorted(n for n, b in chosen.items() if b.source.isStreaming)
+    static = frozenset(n for n in chosen if n not in streaming)
+    shapes = (output,) if not feed or output is Shape.EDGE else (output, Shape.EDGE)
+    plan = Plan(q.node, chosen, shapes, static)
+    query_name = name or f"streamql_{next(_NUMBERS)}"
+    root = f"{checkpoint.rstrip('/')}/streamql"
+    query = _Query(spark, query_name, plan, sink, root, format, options, output, feed)
+    if query.store.exists(f"{root}/{_MANY}"):
+        raise BindingError(f"the checkpoint under {root} belongs to queries started with start_many: use a new "
+                           "checkpoint")
+    runner = _Runner(spark, {query_name: query}, streaming)
+    runner.check_checkpoint()  # a checkpoint of another query, or of a finished one, fails here
+    return RunningQuery(query_name, {query_name: q}, runner, _launch(runner, chosen, checkpoint, query_name, trigger))
+
+
+_QUERY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def start_many(spark: SparkSession, bindings: Mapping[str, Binding], queries: Mapping[str, Stream[Any]], *,
+               sinks: Mapping[str, str], checkpoint: str, format: str, name: str | None) -> RunningQuery[Any]:
+    """``Binder.start_many``: one ``_Query`` per query (its states and feed under
+    ``<checkpoint>/streamql/queries/<name>``), one runner and one Structured Streaming query over
+    the streaming inputs of them all."""
+    from streamql.binder import errors_naming
+
+    root = f"{checkpoint.rstrip('/')}/streamql"
+    chosen: dict[str, Binding] = {}
+    each: dict[str, _Query] = {}
+    for query_name, q in queries.items():
+        with errors_naming([query_name]):
+            if not _QUERY_NAME.fullmatch(query_name):
+                raise BindingError("a query name of start_many names its directory in the checkpoint: use letters, "
+                                   "digits, '_', '-' and '.' (not first)")
+            if not isinstance(q, Stream):
+                raise BindingError(f"expected a query (sq.Stream), got {q!r}")
+            options = writer_options(format, q.node.schema, "sink")
+            its = _chosen_bindings(spark, bindings, q)
+            static = frozenset(n for n, b in its.items() if not b.source.isStreaming)
+            plan = Plan(q.node, its, (Shape.INTERVAL, Shape.EDGE), static)
+            each[query_name] = _Query(spark, query_name, plan, sinks[query_name], f"{root}/queries/{query_name}",
+                                      format, options, Shape.INTERVAL, True)
+            chosen.update(its)
+    store = StateStore(spark, root)
+    if store.committed():
+        raise BindingError(f"the checkpoint under {root} belongs to a query started with start: use a new checkpoint")
+    names = sorted(queries)
+    if store.exists(f"{root}/{_MANY}"):
+        before = json.loads(store.read_text(f"{root}/{_MANY}"))
+        if before != names:
+            raise BindingError(f"the checkpoint under {root} belongs to the queries {', '.join(map(repr, before))}; "
+                               f"these are {', '.join(map(repr, names))}: start the same queries, or use a new "
+                               "checkpoint")
+    streaming = sorted(n for n, b in chosen.items() if b.source.isStreaming)
+    running_name = name or f"streamql_{next(_NUMBERS)}"
+    runner = _Runner(spark, each, streaming, many=True)
+    for query_name, query in each.items():
+        with errors_naming([query_name]):
+            query.check_checkpoint()  # a checkpoint of other queries, or of finished ones, fails here
+    if not store.exists(f"{root}/{_MANY}"):
+        store.write_text(f"{root}/{_MANY}", json.dumps(names))
+    return RunningQuery(running_name, queries, runner, _launch(runner, chosen, checkpoint, running_name, None))
+
+
+__all__ = ["MICRO_BATCH", "Progress", "RunningQuery", "feed_columns", "sink_columns", "start", "start_many"]

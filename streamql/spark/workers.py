@@ -1,0 +1,190 @@
+"""Spark's Python workers: before its first job on a SparkContext the binder checks, with one tiny
+job, that the workers can import what streamql runs in them (streamql, pyarrow, pandas); on a
+cluster it ships streamql to the executors itself when only streamql is missing.
+
+>>> check_workers(spark)  # doctest: +SKIP   (raises BindingError naming the fix when they cannot)
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+from pyspark import SparkContext
+
+from streamql.errors import BindingError
+
+#: what the Python workers import when they run streamql's code (the arrival scan's mapInArrow,
+#: edge matching, user-defined aggregates)
+NEEDED = ("pyarrow", "pandas", "streamql")
+
+#: the job group the check's job runs in, so that job counts per group leave it out
+JOB_GROUP = "streamql-worker-check"
+
+
+@attrs.frozen
+class Failure:
+    """A module the workers could not import: ``missing`` is the module Python did not find (it
+    may be a dependency of ``module``), ``error`` the exception as text."""
+
+    module: str
+    missing: str | None
+    error: str
+
+
+@attrs.frozen
+class Probe:
+    """What one Python worker reported: its ``sys.executable`` and the imports that failed."""
+
+    executable: str
+    failures: tuple[Failure, ...]
+
+
+Prober = Callable[[object], tuple[str, list[tuple[str, str | None, str]]]]
+
+
+def _prober() -> Prober:
+    # A function nested in another is sent to the workers by value (cloudpickle cannot find it by
+    # name), and it refers to nothing but builtins and modules it imports itself: the worker runs
+    # it without importing this module, which is what it checks.
+    needed = NEEDED
+
+    def probe(_: object) -> tuple[str, list[tuple[str, str | None, str]]]:
+        import importlib
+        import sys as worker_sys
+
+        failed: list[tuple[str, str | None, str]] = []
+        for module in needed:
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # noqa: BLE001 - any failure to import is reported
+                failed.append((module, getattr(exc, "name", None), f"{type(exc).__name__}: {exc}"))
+        return worker_sys.executable, failed
+
+    return probe
+
+
+_checked: dict[str, str | None] = {}  # by SparkContext: the check's error message, None if it passed
+_lock = threading.Lock()
+
+
+def check_workers(spark: Any) -> None:
+    """Raises ``BindingError`` unless Spark's Python workers can import streamql, pyarrow and
+    pandas. Runs one tiny job the first time it is called for a SparkContext and caches the outcome
+    (``spark``: a SparkSession or a SparkContext). On a cluster (a master other than ``local``/
+    ``local[N]``) whose workers lack only streamql, it ships streamql with ``addPyFile`` and checks
+    again."""
+    sc: SparkContext = spark if isinstance(spark, SparkContext) else spark.sparkContext
+    key = f"{sc.applicationId}/{id(sc)}"
+    with _lock:
+        if key not in _checked:
+            _checked[key] = _check(sc)
+        outcome = _checked[key]
+    if outcome is not None:
+        raise BindingError(outcome)
+
+
+def _check(sc: SparkContext) -> str | None:
+    """None if the workers import everything (after shipping streamql, where that is done), else
+    the error message."""
+    try:
+        probe = run_probe(sc)
+    except Exception as exc:  # noqa: BLE001 - the workers did not run: say so, with Spark's reason
+        return _message(sc, None, f"Spark's Python workers did not run ({_reason(exc)})")
+    if not probe.failures:
+        return None
+    if not (_only_streamql_missing(probe) and not is_local(sc.master or "")):
+        return _message(sc, probe, f"Spark's Python workers cannot import {_failed(probe)}")
+    sc.addPyFile(str(packed_streamql()))
+    try:
+        shipped = run_probe(sc)
+    except Exception as exc:  # noqa: BLE001
+        return _message(sc, None, f"Spark's Python workers did not run after streamql was shipped to them "
+                                  f"({_reason(exc)})")
+    if not shipped.failures:
+        return None
+    return _message(sc, shipped, f"Spark's Python workers cannot import {_failed(shipped)}, even with "
+                                 "streamql shipped to them (addPyFile)")
+
+
+def run_probe(sc: SparkContext) -> Probe:
+    """Runs the probe in one task (in a job group of its own, restoring the caller's) and returns
+    what the worker reported."""
+    properties = {"spark.jobGroup.id": JOB_GROUP,
+                  "spark.job.description": "streamql: can the Python workers import streamql, pyarrow and pandas?"}
+    saved = {name: sc.getLocalProperty(name) for name in properties}
+    for name, value in properties.items():
+        sc.setLocalProperty(name, value)
+    try:
+        executable, failed = sc.parallelize([0], 1).map(_prober()).collect()[0]
+    finally:
+        for name, previous in saved.items():
+            sc._jsc.setLocalProperty(name, previous)  # None removes it
+    return Probe(executable, tuple(Failure(module, missing, error) for module, missing, error in failed))
+
+
+def is_local(master: str) -> bool:
+    """``local``, ``local[4]``, ``local[*]``, ``local[2, 3]``: one JVM whose Python workers run on
+    this machine (``local-cluster[...]`` has executors of its own, as a cluster)."""
+    return re.fullmatch(r"local(\[[^\]]*\])?", master.strip()) is not None
+
+
+def _only_streamql_missing(probe: Probe) -> bool:
+    return [(f.module, f.missing) for f in probe.failures] == [("streamql", "streamql")]
+
+
+def packed_streamql() -> Path:
+    """A zip of the streamql package this driver runs (its ``.py`` files and ``py.typed``), built
+    in a temporary directory removed when the process exits (Spark serves the file from there)."""
+    package = Path(__file__).resolve().parents[1]
+    scratch = Path(tempfile.mkdtemp(prefix="streamql-ship-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    target = scratch / "streamql.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(package.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed"):
+                archive.write(path, str(Path("streamql") / path.relative_to(package)))
+    return target
+
+
+def _failed(probe: Probe) -> str:
+    return "; ".join(f"{f.module} ({f.error})" for f in probe.failures)
+
+
+def _reason(exc: Exception) -> str:
+    """The last Python error line of a failed job (Spark wraps it in a Java stack trace), else the
+    first line of the error."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    python = [line for line in lines if re.match(r"(\w+\.)*\w*(Error|Exception): ", line)
+              and not line.startswith(("org.", "java.", "scala.", "py4j."))]
+    if python:
+        return python[-1]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _message(sc: SparkContext, probe: Probe | None, problem: str) -> str:
+    started = sc.pythonExec  # PySpark reads PYSPARK_PYTHON once, when the SparkContext starts
+    origin = ("PYSPARK_PYTHON is not set" if "PYSPARK_PYTHON" not in os.environ and started == "python3"
+              else "from PYSPARK_PYTHON")
+    worker = f"Spark starts {started!r} ({origin})"
+    if probe is not None:
+        worker = f"{probe.executable} (a worker's sys.executable); {worker}"
+    conf = sc.getConf().get("spark.pyspark.python")
+    if conf is not None and conf != started:
+        worker += f"; spark.pyspark.python={conf} is read by spark-submit only"
+    return (
+        f"{problem}: queries run streamql's Python code in them.\n"
+        f"  worker interpreter: {worker}\n"
+        f"  driver interpreter: {sys.executable}\n"
+        "Fix: build the session with sq.local_session(), whose workers run the driver's interpreter; "
+        f"or set PYSPARK_PYTHON={sys.executable} (spark.pyspark.python with spark-submit) before the "
+        "session is built; or install streamql with pyarrow and pandas into the workers' Python. "
+        "On a cluster see docs/cluster.md.")

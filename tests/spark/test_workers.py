@@ -1,0 +1,127 @@
+"""Python workers that just work (API.md "Many queries over one scan; a local session"): before its
+first job on a SparkContext the binder checks, once, that Spark's Python workers import streamql,
+pyarrow and pandas, and raises a ``BindingError`` naming both interpreters and the fix when they
+cannot; ``sq.local_session`` builds a session whose workers run the driver's interpreter.
+
+The end-to-end cases run ``support/workers_job.py`` in a child process (a process holds one
+SparkContext, the session fixture's): with workers that cannot import streamql, and with
+``local_session`` and no ``PYSPARK_PYTHON`` at all.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+import streamql as sq
+from streamql.spark import workers
+from streamql.spark.workers import Failure, Probe
+from support.worker_check import child_env, interpreter_without_streamql, run_job
+
+
+def test_workers_that_cannot_import_streamql_get_a_binding_error_before_any_query_job(tmp_path: Path) -> None:
+    worker = interpreter_without_streamql(tmp_path)
+    out = run_job(["check", "local[1]"], tmp_path, child_env(PYSPARK_PYTHON=str(worker)))
+    report = out["report"]
+    assert out["before"] == "['streamql']", report
+    error = out.get("error", "")
+    assert "cannot import streamql (ModuleNotFoundError: No module named 'streamql')" in error, report
+    assert f"Spark starts {str(worker)!r} (from PYSPARK_PYTHON)" in error, report  # the worker interpreter
+    assert f"driver interpreter: {sys.executable}" in error, report
+    assert "sq.local_session()" in error and f"PYSPARK_PYTHON={sys.executable}" in error, report  # the fix
+    assert "pyarrow" not in error.split("Fix:")[0], report                  # only streamql is missing
+    # a local master: nothing is shipped, and no job of the query ran
+    assert out["after"] == "['streamql']", report
+    assert out["query_jobs"] == "0", report
+
+
+def test_local_session_runs_workers_on_the_drivers_interpreter_without_pyspark_python(tmp_path: Path) -> None:
+    out = run_job(["session"], tmp_path, child_env())
+    expected = {"same": "True", "time_zone": "UTC", "shuffle_partitions": "3", "ui": "false",
+                "conf_python": "True", "env_python": "True", "worker_python": "True", "equal": "True",
+                "dropped": "1"}
+    assert {k: out.get(k) for k in expected} == expected, out["report"]
+
+
+# --- in this process: the session fixture's SparkContext ------------------------------------
+
+def test_the_check_runs_one_job_per_spark_context(spark: SparkSession) -> None:
+    workers.check_workers(spark)  # the session's outcome may be cached already
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup(workers.JOB_GROUP))
+    workers.check_workers(spark)
+    workers.check_workers(spark.sparkContext)
+    assert len(tracker.getJobIdsForGroup(workers.JOB_GROUP)) == jobs
+    assert jobs <= 1
+
+
+def test_the_probe_reports_the_workers_interpreter(spark: SparkSession) -> None:
+    python = spark.sparkContext.pythonExec  # the fixture's PYSPARK_PYTHON
+    assert workers.run_probe(spark.sparkContext) == Probe(shutil.which(python) or python, ())
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None  # the caller's group is restored
+
+
+def test_the_message_names_every_missing_module_and_the_fix(spark: SparkSession,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    failures = (Failure("pyarrow", "pyarrow", "ModuleNotFoundError: No module named 'pyarrow'"),
+                Failure("streamql", "attrs", "ModuleNotFoundError: No module named 'attrs'"))
+    monkeypatch.setattr(workers, "run_probe", lambda sc: Probe("/usr/bin/python3", failures))
+    monkeypatch.setattr(workers, "_checked", {})
+    with pytest.raises(sq.BindingError) as caught:
+        workers.check_workers(spark)
+    message = str(caught.value)
+    assert "cannot import pyarrow (ModuleNotFoundError: No module named 'pyarrow'); " \
+           "streamql (ModuleNotFoundError: No module named 'attrs')" in message
+    assert "worker interpreter: /usr/bin/python3" in message
+    assert f"driver interpreter: {sys.executable}" in message
+    assert "sq.local_session()" in message and "docs/cluster.md" in message
+    # the outcome is cached: the same error again, without another probe
+    monkeypatch.setattr(workers, "run_probe", lambda sc: pytest.fail("probed twice"))
+    with pytest.raises(sq.BindingError, match="cannot import pyarrow"):
+        workers.check_workers(spark)
+
+
+def test_workers_that_do_not_start_get_a_binding_error_with_sparks_reason(spark: SparkSession,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails(sc: object) -> Probe:
+        raise RuntimeError("An error occurred while calling o1.collectAndServe.\norg.apache.spark.SparkException: "
+                           "Job aborted\n  File \"worker.py\"\nPySparkRuntimeError: [PYTHON_VERSION_MISMATCH] "
+                           "Python in worker has different version (3, 10) than that in driver 3.11")
+    monkeypatch.setattr(workers, "run_probe", fails)
+    monkeypatch.setattr(workers, "_checked", {})
+    with pytest.raises(sq.BindingError, match=r"did not run \(PySparkRuntimeError: \[PYTHON_VERSION_MISMATCH\]"):
+        workers.check_workers(spark)
+
+
+def test_a_local_master_is_not_a_cluster() -> None:
+    assert all(workers.is_local(m) for m in ("local", "local[2]", "local[*]", "local[2, 3]"))
+    assert not any(workers.is_local(m) for m in ("local-cluster[2,1,1024]", "spark://host:7077", "yarn"))
+
+
+def test_streamql_is_packed_as_its_sources() -> None:
+    with zipfile.ZipFile(workers.packed_streamql()) as archive:
+        names = set(archive.namelist())
+    assert {"streamql/__init__.py", "streamql/spark/workers.py", "streamql/py.typed"} <= names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+
+
+def test_local_session_returns_the_active_session(spark: SparkSession) -> None:
+    assert sq.local_session() is spark  # the fixture's workers run this interpreter: no warning
+
+
+def test_local_session_warns_when_the_active_sessions_workers_run_another_python(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", "/usr/bin/python3")
+    with pytest.warns(RuntimeWarning, match="workers run '/usr/bin/python3'"):
+        assert sq.local_session() is spark
+
+
+def test_local_session_takes_a_local_master_and_string_settings() -> None:
+    with pytest.raises(sq.BindingError, match="local_session builds a local session"):
+        sq.local_session("yarn")
+    with pytest.raises(sq.BindingError, match=r"spark.sql.shuffle.partitions=4 is a int \(write '4'\)"):
+        sq.local_session(**{"spark.sql.shuffle.partitions": 4})  # type: ignore[arg-type]

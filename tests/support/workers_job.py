@@ -1,0 +1,99 @@
+"""A child process for the worker-check tests (one SparkContext per process, and each test needs its
+own): ``python workers_job.py check MASTER`` builds a session the usual way (the workers run
+``PYSPARK_PYTHON``, which the test points at an interpreter without streamql) and runs a query;
+``python workers_job.py session`` builds one with ``sq.local_session`` (``PYSPARK_PYTHON`` unset)
+and runs it. Each prints ``key=value`` lines for the test to read.
+
+It imports nothing from the tests: the test runs it from a scratch directory without PYTHONPATH,
+so that only the driver's own interpreter (where streamql is installed) makes streamql importable.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from pyspark.sql import SparkSession
+
+import streamql as sq
+from streamql.spark.workers import JOB_GROUP, run_probe
+
+
+@dataclass(frozen=True)
+class Reading:
+    meter: str
+    watts: float
+
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+#: (arrival, seconds after T0, meter, watts): the reading at 5 s arrives after the CTI at 8 s
+ROWS = [(0, 0, "m1", 100.0), (1, 10, "m2", 50.0), (2, 20, "m1", 80.0), (3, 5, "m2", 70.0),
+        (4, 30, "m1", 90.0), (5, 40, "m2", 60.0)]
+
+
+def run_query(spark: SparkSession) -> None:
+    """A query with CTI generation (the arrival scan runs in Python workers) on Spark and in the
+    reference evaluator; prints ``equal=True`` when they agree."""
+    readings = sq.input("readings", Reading, shape=sq.Shape.POINT)
+    query = readings.where(lambda e: e.watts > 55).alter_duration(timedelta(seconds=15))
+    settings = sq.AdvanceTimeSettings(
+        sq.AdvanceTimeGeneration(every_events=2, delay=timedelta(seconds=2), flush=True),
+        policy=sq.AdvanceTimePolicy.DROP)
+    df = spark.createDataFrame([(a, T0 + timedelta(seconds=s), m, w) for a, s, m, w in ROWS],
+                               "arrival long, ts timestamp, meter string, watts double").repartition(3)
+    result = sq.Binder(spark).bind(readings, df, start="ts", arrival="arrival", advance_time=settings).run(query)
+    items = [sq.Insert(T0 + timedelta(seconds=s), T0 + timedelta(seconds=s, microseconds=1), Reading(m, w))
+             for _, s, m, w in ROWS]
+    expected = sq.reference.run(query, {"readings": sq.reference.ReferenceInput(items, settings)})
+    print(f"events={len(result.events)} dropped={result.dropped}")
+    print(f"equal={result == expected}")
+
+
+def check(master: str) -> int:
+    spark = (SparkSession.builder.master(master).appName("streamql-worker-check")
+             .config("spark.ui.enabled", "false")
+             .config("spark.executor.memory", "512m")
+             # the first job waits until every executor of a local-cluster has registered
+             .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+             .config("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        before = run_probe(spark.sparkContext)
+        print(f"before={sorted(f.module for f in before.failures)}")
+        try:
+            run_query(spark)
+        except sq.BindingError as exc:
+            print("BindingError:")
+            print(exc)
+        after = run_probe(spark.sparkContext)
+        print(f"after={sorted(f.module for f in after.failures)}")
+        tracker = spark.sparkContext.statusTracker()
+        print(f"check_jobs={len(tracker.getJobIdsForGroup(JOB_GROUP))}")
+        print(f"query_jobs={len(tracker.getJobIdsForGroup(None))}")  # the jobs outside any job group
+        return 0
+    finally:
+        spark.stop()
+
+
+def session() -> int:
+    spark = sq.local_session("local[1]", **{"spark.sql.shuffle.partitions": "3"})
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        conf = spark.sparkContext.getConf()
+        print(f"same={sq.local_session() is spark}")
+        print(f"time_zone={spark.conf.get('spark.sql.session.timeZone')}")
+        print(f"shuffle_partitions={spark.conf.get('spark.sql.shuffle.partitions')}")
+        print(f"ui={conf.get('spark.ui.enabled')}")
+        print(f"conf_python={conf.get('spark.pyspark.python') == sys.executable}")
+        print(f"env_python={os.environ.get('PYSPARK_PYTHON') == sys.executable}")
+        print(f"worker_python={run_probe(spark.sparkContext).executable == sys.executable}")
+        run_query(spark)
+        return 0
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(check(sys.argv[2]) if sys.argv[1] == "check" else session())

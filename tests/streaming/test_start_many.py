@@ -4,45 +4,18 @@ query releases — micro-batch by micro-batch, across a restart — what ``start
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
 import streamql as sq
 import streamql.binder
 from streamql.spark.ingress import run_ingress
-from support.streaming_job import Average, Reading
-
-SCHEMA = T.StructType([T.StructField("ts", T.TimestampType()), T.StructField("meter", T.StringType()),
-                       T.StructField("consumption", T.DoubleType())])
-EVERY_4 = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=4, flush=True))
-READINGS = sq.input("readings", Reading)
-
-
-def averages(readings: sq.Stream[Reading]) -> sq.Stream[Average]:
-    return (readings.alter_duration(timedelta(seconds=25)).group_by(lambda e: e.meter).snapshot_window()
-            .select(lambda w: Average(w.key, w.avg(lambda e: e.consumption))))
-
-
-def rows(first: int, count: int) -> list[dict[str, Any]]:
-    """Readings every 10 s from ``first``, alternating meters, a consumption that varies."""
-    return [{"ts": datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=10 * i),
-             "meter": "m1" if i % 2 else "m2", "consumption": float((i * 7) % 11)} for i in range(first, first + count)]
-
-
-def put(directory: Path, number: int, batch: Sequence[dict[str, Any]]) -> None:
-    """Writes one JSON file whole: under a hidden name (the file source skips it), then renamed."""
-    directory.mkdir(parents=True, exist_ok=True)
-    hidden = directory / f".part-{number:04d}.json"
-    hidden.write_text("".join(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n" for r in batch))
-    os.rename(hidden, directory / f"part-{number:04d}.json")
-
+from support.json_readings import EVERY_4, READINGS, SCHEMA, averages, put, rows
+from support.streaming_job import Average
 
 busy = READINGS.where(lambda e: e.consumption > 2.0)
 QUERIES: dict[str, sq.Stream[Any]] = {

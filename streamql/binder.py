@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import posixpath
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Literal, Mapping, Sequence, TypeVar
@@ -17,6 +19,7 @@ from streamql.payload import sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
 from streamql.spark.arrival_scan import ScanState
+from streamql.spark.incremental import StateStore
 from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, run_ingress
 from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
@@ -363,14 +366,57 @@ class Binder:
                 options[name] = writer_options(format, q.node.schema, "write")
         if not queries:
             return {}
+
         def written(name: str, execution: _Execution[Any]) -> Result[Any]:
             out = _user_columns(execution.released(Shape.INTERVAL), queries[name])
             out.write.mode(mode).format(format).options(**options[name]).save(paths[name])
             return execution.result([], [])
 
+        def written_together(names: list[str]) -> dict[str, Result[Any]]:
+            """Queries grouped by one tag, written in one job (partitioned by the tag) whose parts are
+            then renamed to their paths; a query with nothing to write, or whose part cannot be
+            renamed there, is written alone."""
+            first = executions[names[0]]
+            assert first.tagged is not None
+            flow = first.tagged[0]
+            columns = [f.name for f in first.node.schema.fields] + [TAG]
+            out = user_columns(release(flow.frame, flow.cti, Shape.INTERVAL, columns), columns)
+            staging = f"{posixpath.dirname(paths[names[0]].rstrip('/')) or '.'}/.streamql-staging-{uuid.uuid4().hex}"
+            results: dict[str, Result[Any]] = {}
+            try:
+                # one task per query's part: a file each, not one per query and partition of the flow
+                out.repartition(TAG).write.partitionBy(TAG).format(format).options(**options[names[0]]).save(staging)
+                parts = set(files.children(staging))
+                for name in names:
+                    execution = executions[name]
+                    assert execution.tagged is not None
+                    part = f"{TAG}={execution.tagged[1]}"
+                    if part in parts and files.rename(f"{staging}/{part}", paths[name]):
+                        parts.remove(part)
+                        files.write_text(f"{paths[name]}/_SUCCESS", "")  # as a write of its own leaves
+                        results[name] = execution.result([], [])
+                    else:
+                        results[name] = written(name, execution)
+            finally:
+                files.delete(staging)
+            return results
+
+        files = StateStore(self._spark, ".")  # its Hadoop FileSystem helpers: the paths may be on any
         with self._executions(queries, "write_many") as executions:
-            jobs = [([name], functools.partial(written, name, execution)) for name, execution in executions.items()]
-            return dict(zip(executions, _in_parallel(jobs)))
+            jobs: list[tuple[list[str], Callable[[], dict[str, Result[Any]]]]] = []
+            grouped: dict[int, list[str]] = {}
+            for name, execution in executions.items():
+                # a query whose path exists is written alone, for its mode to say what happens
+                if execution.tagged is not None and not files.exists(paths[name]):
+                    grouped.setdefault(id(execution.tagged[0]), []).append(name)
+                else:
+                    jobs.append(([name], functools.partial(lambda n, e: {n: written(n, e)}, name, execution)))
+            for names in grouped.values():
+                jobs.append((names, functools.partial(written_together, names)))
+            results: dict[str, Result[Any]] = {}
+            for part in _in_parallel(jobs):
+                results.update(part)
+            return {name: results[name] for name in queries}
 
     def start_many(self, queries: Mapping[str, Stream[Any]], *, sinks: Mapping[str, str], checkpoint: str,
                    format: str = "parquet", name: str | None = None) -> RunningQuery[Any]:

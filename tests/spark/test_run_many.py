@@ -238,19 +238,35 @@ def test_an_error_in_one_query_names_it(spark: SparkSession, shared: sq.Binder) 
         binder.run_many({"a": READING, "b": READING.where(lambda e: e.v > 1)})
 
 
-def test_write_many_writes_what_write_writes(spark: SparkSession, shared: sq.Binder, tmp_path: Path) -> None:
+def tumbling_counts(q: sq.Stream[P]) -> sq.Stream[Count]:
+    return q.tumbling_window(us(10)).select(lambda w: Count(0, w.count(), w.sum(lambda e: e.o)))
+
+
+@pytest.mark.parametrize("format", ["parquet", "csv"])
+def test_write_many_writes_what_write_writes(spark: SparkSession, shared: sq.Binder, tmp_path: Path,
+                                             format: str) -> None:
     queries: dict[str, sq.Stream[Any]] = {
         "busy": READING.where(lambda e: e.v > 1),
-        "counts": READING.tumbling_window(us(10)).select(lambda w: Count(0, w.count(), w.sum(lambda e: e.o))),
+        "counts": tumbling_counts(READING),
+        # the same window over filters: one grouped query, written in one job, then renamed per query
+        **{f"k{k}": tumbling_counts(READING.where(lambda e: e.k == k)) for k in (0, 1, 2, 99)},  # k 99: nothing
     }
     paths = {name: str(tmp_path / "many" / name) for name in queries}
-    together = shared.write_many(queries, paths)
+    # a path that exists: with mode overwrite its old content goes
+    shared.write(queries["busy"], paths["k1"], format=format)
+    together = shared.write_many(queries, paths, format=format, mode="overwrite")
+    read = spark.read.format(format).options(header="true", inferSchema="true")
     for name, q in queries.items():
-        alone = shared.write(q, str(tmp_path / "one" / name))
+        alone = shared.write(q, str(tmp_path / "one" / name), format=format)
         assert together[name] == alone and together[name].events == []
-        written = spark.read.parquet(paths[name])
-        assert written.columns == spark.read.parquet(str(tmp_path / "one" / name)).columns
-        assert sorted(written.collect()) == sorted(spark.read.parquet(str(tmp_path / "one" / name)).collect())
+        written = read.load(paths[name])
+        expected = read.load(str(tmp_path / "one" / name))
+        assert written.columns == expected.columns
+        assert sorted(written.collect()) == sorted(expected.collect()), name
+        assert (tmp_path / "many" / name / "_SUCCESS").exists()
+    assert sorted(p.name for p in (tmp_path / "many").iterdir()) == sorted(queries)  # no staging left
+    with pytest.raises(Exception, match="already exists"):
+        shared.write_many(queries, paths, format=format)
 
 
 def test_the_paths_of_write_many_must_name_the_queries(shared: sq.Binder, tmp_path: Path) -> None:

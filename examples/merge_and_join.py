@@ -1,12 +1,12 @@
 """Two streams at different speeds: SQLstream's ordered merge and StreamInsight's fast/slow join.
 
-1. The ordered merge (seed 004, "Rowtimes, Streaming Data, and Rowtime Bounds"): the UNION ALL of
+1. The ordered merge (SQLstream's "Rowtimes, Streaming Data, and Rowtime Bounds"): the UNION ALL of
    two streams P and Q, ordered by rowtime. Each row bounds its stream's later rowtimes (a CTI
    one tick after the row), and the union's CTI is the lesser of its inputs'. Without a rowtime
    bound on the slow input Q the merge stops after "1:04 from Q": it cannot output "1:06 from P",
    since a Q row at 1:05 may still come. When Q's source punctuates — a CTI row at 1:10, a bound
    without a row — the merge moves on and releases 1:06 from P.
-2. The fast-data/slow-reference join (seed 001, "Advancing Application Time"): meter readings
+2. The fast-data/slow-reference join (StreamInsight's "Advancing Application Time"): meter readings
    every ten seconds, with CTI rows from their source, joined with the site each meter is at,
    which changes rarely and has no CTIs of its own. The join's CTI is the lesser of its inputs',
    so without CTIs on the reference stream it releases nothing; importing the data stream's
@@ -48,8 +48,8 @@ class Row:
     stream: str
 
 
-# (arrival, rowtime, stream, kind), in arrival order. The seed's table did not survive; its text
-# gives the rows: P at 1:00, 1:03, 1:06 and Q at 1:01, 1:02, 1:04.
+# (arrival, rowtime, stream, kind), in arrival order: SQLstream's rows, P at 1:00, 1:03, 1:06 and
+# Q at 1:01, 1:02, 1:04.
 P_ROWS: list[tuple[int, datetime, Optional[str], str]] = [
     (0, at(1, 0), "P", "INSERT"), (1, at(1, 3), "P", "INSERT"), (2, at(1, 6), "P", "INSERT")]
 Q_ROWS: list[tuple[int, datetime, Optional[str], str]] = [

@@ -44,7 +44,7 @@ def at(hh: int, mm: int, ss: int, ms: int = 0) -> datetime:
 
 # (arrival, start time, meter, watts), in arrival order
 READINGS: list[tuple[int, datetime, str, float]] = [
-    (0, at(9, 13, 33, 317), "m1", 100.0),   # seed 000's point events, meter m1
+    (0, at(9, 13, 33, 317), "m1", 100.0),   # StreamInsight's "Event Structure" points, meter m1
     (1, at(9, 13, 40), "m2", 250.0),
     (2, at(9, 13, 52, 500), "m3", 0.0),     # a glitch: removed by where()
     (3, at(9, 14, 9, 270), "m1", 200.0),    # 4th reading: CTI 09:14:09.270 - 30 s = 09:13:39.270

@@ -6,9 +6,10 @@ Three inputs, five queries (see docs/windows.md, docs/grouping.md, docs/user-agg
   - the sliding 3-minute average per meter: ``alter_duration`` + a grouped snapshot window;
   - the load every 2 minutes over the last 4: a hopping window;
   - the mean and peak of every 3 consecutive readings of each meter: a grouped count window;
-- coloured rows (seed 004, SQLstream's rowtime bounds): hourly counts per colour with tumbling
-  windows; every row is a CTI at its own time, and the source punctuates at 5:00 with a CTI row
-  so that the hour 4:00-5:00 is released at once, not when the next row comes at 6:15;
+- coloured rows (SQLstream's "Rowtimes, Streaming Data, and Rowtime Bounds"): hourly counts per
+  colour with tumbling windows; every row is a CTI at its own time, and the source punctuates at
+  5:00 with a CTI row so that the hour 4:00-5:00 is released at once, not when the next row comes
+  at 6:15;
 - tank levels (intervals): the time-weighted average level per tank every 10 minutes, a
   user-defined aggregate that weighs each level by how long it holds within the window.
 
@@ -111,7 +112,7 @@ class ColourCount:
     n: int
 
 
-# (arrival, rowtime, colour, kind): seed 004's hours 3:00-4:00 (red 3, blue 2) and 4:00-5:00
+# (arrival, rowtime, colour, kind): SQLstream's hours 3:00-4:00 (red 3, blue 2) and 4:00-5:00
 # (red 3, blue 3). The next row will come at 6:15, so the source punctuates at 5:00: without that
 # CTI row the hour 4:00-5:00 would wait for the row at 6:15
 ROWS: list[tuple[int, datetime, Optional[str], str]] = [

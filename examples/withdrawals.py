@@ -1,7 +1,7 @@
-"""Esper's Withdrawal examples (seed 003, "Processing Model") as streamql queries.
+"""The Withdrawal examples of EsperTech's Esper "Processing Model" chapter as streamql queries.
 
-Withdrawal events W1..W8 arrive a second apart (the seed's diagrams did not survive: the amounts
-are chosen here). Esper posts the events that enter a data window as new events (the insert
+Withdrawal events W1..W8 arrive a second apart (W1..W6 as in the chapter; the amounts are this
+example's own). Esper posts the events that enter a data window as new events (the insert
 stream) and those that leave it as old events (the remove stream); in streamql the windows give
 every event a lifetime, and EDGE output (``run(q, output=sq.Shape.EDGE)``) releases a START edge
 when an event enters and an END edge when it leaves. The queries:

@@ -1,4 +1,4 @@
-"""Esper-style lifetimes: length windows, time batches and length batches (API.md, seed 003).
+"""Esper-style lifetimes: length windows, time batches and length batches (API.md; Esper's "Processing Model").
 
 Each node replaces its input events' lifetimes; with EDGE output their START edges are Esper's
 insert stream and their END edges its remove stream. Wherever an order among events with equal

@@ -1,6 +1,7 @@
 """Every documentation page's examples are executed: every ``python`` block of a page runs in one namespace,
-in order (in a scratch directory: examples may write files), and a ``text`` block right after one is exactly
-what that block prints."""
+in order (in a scratch directory: examples may write files; with ``docs/`` on the import path, for the
+shared ``doc_helpers``), and a ``text`` block right after one is exactly what that block prints. Blocks
+inside an admonition (a collapsed "Setup", indented) count too, without their indent."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,8 @@ import pytest
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted(p.name for p in DOCS.glob("*.md") if "```python" in p.read_text())
-BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
+#: a fenced block, at the start of a line or indented (inside an admonition): indent, language, code
+BLOCK = re.compile(r"^([ \t]*)```(\w*)[^\n]*\n(.*?)^\1```[ \t]*$", re.S | re.M)
 
 
 def blocks(page: str) -> list[tuple[str, str, bool]]:
@@ -24,7 +26,9 @@ def blocks(page: str) -> list[tuple[str, str, bool]]:
     found: list[tuple[str, str, bool]] = []
     end = None
     for m in BLOCK.finditer(text):
-        found.append((m.group(1), m.group(2), end is not None and not text[end:m.start()].strip()))
+        indent = len(m.group(1))
+        code = "".join(line[indent:] for line in m.group(3).splitlines(keepends=True))
+        found.append((m.group(2), code, end is not None and not text[end:m.start()].strip()))
         end = m.end()
     return found
 
@@ -33,6 +37,7 @@ def blocks(page: str) -> list[tuple[str, str, bool]]:
 def test_page_examples_print_what_the_page_shows(page: str, tmp_path: pathlib.Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(DOCS))  # the pages import doc_helpers
     # dataclasses look their module up in sys.modules: the page's code runs as a module of its own
     module = types.ModuleType(f"docs_{page.replace('-', '_').replace('.', '_')}")
     sys.modules[module.__name__] = module

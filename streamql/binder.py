@@ -18,9 +18,9 @@ from streamql.events import Edge, EdgeKind, Event, Result, Shape
 from streamql.payload import sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
-from streamql.spark.arrival_scan import ScanState
 from streamql.spark.incremental import StateStore
-from streamql.spark.ingress import END, START, Binding, Ingress, check_binding, run_ingress
+from streamql.spark.ingress import END, START, Binding, Ingress, check_binding
+from streamql.spark.scanning import scan_input, scan_order
 from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
@@ -148,7 +148,7 @@ class Binder:
         try:
             for name in self._scan_order(set(read)):
                 with errors_naming(readers.get(name, ()) if readers is not None else ()):
-                    ingresses[name] = self._scan(name, ingresses, read)
+                    ingresses[name] = scan_input(self._bindings, name, ingresses)
         except BaseException:
             for done in ingresses.values():
                 for df in done.persisted:
@@ -200,50 +200,7 @@ class Binder:
                 df.unpersist()
 
     def _scan_order(self, read: set[str]) -> list[str]:
-        order: list[str] = []
-
-        def visit(name: str, path: tuple[str, ...]) -> None:
-            if name in path:
-                raise BindingError("CTI imports form a cycle: " + " -> ".join(path + (name,)))
-            if name in order:
-                return
-            if name not in self._bindings:
-                raise BindingError(f"input {path[-1]!r} imports the CTIs of {name!r}, which is not bound")
-            settings = self._bindings[name].advance_time
-            if settings is not None and settings.import_ is not None:
-                visit(settings.import_.from_input, path + (name,))
-            order.append(name)
-
-        for name in sorted(read):
-            visit(name, ())
-        return order
-
-    def _scan(self, name: str, done: dict[str, Ingress], read: Mapping[str, Input],
-              initial: ScanState = ScanState(), match_edges: bool = True, final: bool = True) -> Ingress:
-        """Scans input ``name`` (``done``: the inputs scanned before it). A streaming step scans its
-        micro-batch from the carried state (``initial``), matches edges itself, and flushes only
-        when the run stops (``final``)."""
-        b = self._bindings[name]
-        settings = b.advance_time
-        imported = None
-        imported_arrival = False
-        if settings is not None and settings.import_ is not None:
-            source = settings.import_.from_input
-            imported = done[source]
-            imported_arrival = b.arrival is not None and self._bindings[source].arrival is not None
-            if imported_arrival:
-                mine = b.source.schema[b.arrival].dataType if b.arrival else None
-                theirs = self._bindings[source].source.schema[self._bindings[source].arrival or ""].dataType
-                if mine != theirs:
-                    raise BindingError(f"inputs {name!r} and {source!r} share one arrival clock, but their "
-                                       f"arrival columns have different types ({mine} and {theirs})")
-        want_steps = any(
-            other.advance_time is not None and other.advance_time.import_ is not None
-            and other.advance_time.import_.from_input == name and other.arrival is not None
-            and b.arrival is not None
-            for other in self._bindings.values())
-        flush = final and settings is not None and settings.generation is not None and settings.generation.flush
-        return run_ingress(b, imported, flush, want_steps, imported_arrival, initial, match_edges)
+        return scan_order(self._bindings, read)
 
     def start(self, q: Stream[T], *, sink: str, checkpoint: str, format: str = "parquet",
               name: str | None = None, output: Shape = Shape.INTERVAL, trigger: str | None = None,

@@ -37,6 +37,7 @@ from streamql.query.stream import Stream
 from streamql.spark.incremental import Carried, InputState, Plan, StateStore, Step, empty_carried, scan_new_rows, step
 from streamql.spark.ingress import Binding, Ingress
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
+from streamql.spark.jobs import counting_jobs
 from streamql.spark.schema import spark_type
 from streamql.spark.columns import START
 from streamql.time import from_micros
@@ -65,6 +66,7 @@ class Progress:
     started: float  # time.time() when the step began
     seconds: float  # how long the step took
     query: str = ""  # the query's name: its key in start_many, the running query's name for start
+    jobs: int = 0  # the Spark jobs the step ran (its scan's included)
 
 
 _NUMBERS = itertools.count(1)
@@ -117,9 +119,9 @@ class _Query:
         self.feed = f"{root}/feed" if feed else None
         self.store = StateStore(spark, root)
 
-    def previous(self, batch: int) -> Carried:
+    def previous(self, batch: int, session: SparkSession) -> Carried:
         latest = self.store.latest(before=batch)
-        return empty_carried(self.plan) if latest is None else self.store.load(latest)
+        return empty_carried(self.plan) if latest is None else self.store.load(latest, session)
 
     def check_checkpoint(self) -> None:
         """Refuses a checkpoint that belongs to another query or to one stopped with flush."""
@@ -140,37 +142,46 @@ class _Query:
         settings = [b.advance_time for b in self.plan.bindings.values()]
         return any(s is not None and s.generation is not None and s.generation.flush for s in settings)
 
-    def run(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool,
+    def run(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool, session: SparkSession,
             scanned: Mapping[str, Ingress] | None = None) -> Progress:
-        """One step: writes what it releases to the sink, its EDGE output to the feed, then commits
-        its state. ``scanned``: the new rows scanned already, for several queries."""
+        """One step in ``session``: writes what it releases to the sink, its EDGE output to the feed,
+        then commits its state. ``scanned``: the new rows scanned already, for several queries."""
         began = time.time()
-        outcome: Step = step(self.spark, self.plan, carried, new, batch, final=final, scanned=scanned)
-        try:
-            payload = self.plan.payload
-            released = outcome.released_now[self.output]
-            count = outcome.released_counts[self.output]
-            if count:
-                # staged in the sink's hidden ``_staging`` directory, which batch readers skip
-                self.store.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
-                                   self.format, f"{self.sink}/_staging", self.options)
-            if self.feed is not None:
-                edges = outcome.released_now[Shape.EDGE]
-                cti = outcome.carried.state.out_cti
-                if cti != carried.state.out_cti or outcome.released_counts[Shape.EDGE]:
-                    # staged outside the feed: its readers list the directory as it grows
-                    self.store.publish(feed_columns(edges, cti, payload, batch, self.spark),
-                                       f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging")
-            committed = self.store.commit(outcome.carried)
-        finally:
-            outcome.unpersist()
+        with counting_jobs(self.spark.sparkContext, f"streamql: {self.name}, micro-batch {batch}") as jobs:
+            committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
         state = committed.state
         return Progress(
             batch=batch, input_rows=dict(outcome.input_rows), released=count,
             input_ctis={name: None if i.cti is None else from_micros(i.cti) for name, i in state.inputs.items()},
             output_cti=None if state.out_cti is None else from_micros(state.out_cti),
-            dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=committed.rows(),
-            started=began, seconds=time.time() - began, query=self.name)
+            dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=rows,
+            started=began, seconds=time.time() - began, query=self.name, jobs=jobs.jobs)
+
+    def _step(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool, session: SparkSession,
+              scanned: Mapping[str, Ingress] | None) -> tuple[Carried, int, Step, int]:
+        """The step's jobs: its scan's, one that writes the sink (and computes the step's output),
+        one that writes the feed (if any), one that writes the state."""
+        outcome: Step = step(session, self.plan, carried, new, batch, final=final, scanned=scanned)
+        try:
+            payload = self.plan.payload
+            observed = outcome.observed()
+            released = observed.frames[self.output]
+            # staged in the sink's hidden ``_staging`` directory, which batch readers skip; written
+            # even when empty (the write computes the step), published only when it is not
+            self.store.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
+                               self.format, f"{self.sink}/_staging", self.options,
+                               keep=lambda: observed.rows(self.output) > 0)
+            if self.feed is not None:
+                edges = observed.frames[Shape.EDGE]
+                cti = outcome.out_cti
+                # staged outside the feed: its readers list the directory as it grows
+                self.store.publish(feed_columns(edges, cti, payload, batch, self.spark),
+                                   f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging",
+                                   keep=lambda: cti != carried.state.out_cti or observed.rows(Shape.EDGE) > 0)
+            committed, rows = self.store.commit(outcome.carry(observed))
+        finally:
+            outcome.unpersist()
+        return committed, rows, outcome, observed.rows(self.output)
 
 
 class _Runner:
@@ -206,8 +217,14 @@ class _Runner:
             shared = len(due) > 1
             if shared:  # every query's scan and step reads the micro-batch: read its files once
                 df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            # the micro-batch's session is the stream's own (a clone of the user's): its steps run
+            # without adaptive execution, which would make every shuffle of a small micro-batch a
+            # Spark job of its own (Structured Streaming's stateful operators run without it too)
+            session = df.sparkSession
+            if session is not self.spark:
+                session.conf.set("spark.sql.adaptive.enabled", "false")
             try:
-                self._run(due, self._split(df), batch, final=False)
+                self._run(due, self._split(df), batch, final=False, session=session)
             finally:
                 if shared:
                     df.unpersist()
@@ -223,21 +240,22 @@ class _Runner:
                     latest = query.store.latest()
                     by_batch.setdefault(0 if latest is None else latest + 1, []).append(query)
             for batch, due in sorted(by_batch.items()):
-                self._run(due, {}, batch, final=True)
+                self._run(due, {}, batch, final=True, session=self.spark)
 
-    def _run(self, due: list[_Query], new: Mapping[str, DataFrame], batch: int, final: bool) -> None:
-        carried = [q.previous(batch) for q in due]
-        scanned = self._scan_once(due, carried, new, final) if len(due) > 1 else None
+    def _run(self, due: list[_Query], new: Mapping[str, DataFrame], batch: int, final: bool,
+             session: SparkSession) -> None:
+        carried = [q.previous(batch, session) for q in due]
+        scanned = self._scan_once(due, carried, new, final, session) if len(due) > 1 else None
         try:
             for query, before in zip(due, carried):
-                self.progress.append(query.run(before, new, batch, final, scanned))
+                self.progress.append(query.run(before, new, batch, final, session, scanned))
         finally:
             for ingress in (scanned or {}).values():
                 for frame in ingress.persisted:
                     frame.unpersist()
 
     def _scan_once(self, due: list[_Query], carried: list[Carried], new: Mapping[str, DataFrame],
-                   final: bool) -> dict[str, Ingress] | None:
+                   final: bool, session: SparkSession) -> dict[str, Ingress] | None:
         """The new rows of every input the queries read, scanned once for all of them — from the
         scan state they carry, which is the same for every query reading the input (it depends on
         the input's rows alone). None if it is not (then each query scans for itself)."""
@@ -252,7 +270,7 @@ class _Runner:
                 states[name] = state
                 bindings[name] = query.plan.bindings[name]
             static |= query.plan.static
-        return scan_new_rows(self.spark, bindings, frozenset(static), states, new, final)
+        return scan_new_rows(session, bindings, frozenset(static), states, new, final)
 
 
 class RunningQuery(Generic[T]):

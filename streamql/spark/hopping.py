@@ -22,6 +22,7 @@ from streamql.spark.operators import shifted
 from streamql.time import INFINITY_MICROS
 
 WINDOW, FIRST, LAST, CAP = "_sq_window", "_sq_first", "_sq_last", "_sq_cap"
+CLIPPED_START, CLIPPED_END = "_sq_clipped_start", "_sq_clipped_end"
 
 
 def floor_div(a: Column, b: int) -> Column:
@@ -39,6 +40,37 @@ def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...]
     after its start: while the CTI is finite, those starting before the CTI are formed (no later
     one can be stable yet); once it is INFINITY the event never ends, and its windows stop at the
     greatest ``_sq_latest`` of its group in ``latest`` (``horizon_keys`` + ``_sq_latest`` per event)."""
+    windowed = window_members(spec, frame, horizon_keys, cti, may_be_open, latest)
+    # members see their lifetimes clipped to the window (time-sensitive user aggregates)
+    members = member_aggregates(list(enumerate(aggregates)), F.col(CLIPPED_START), F.col(CLIPPED_END))
+    # a select that reads no aggregate (only the key, or constants) still has one event per
+    # non-empty window: the distinct (group, window) pairs, the same one shuffle (Spark's groupBy
+    # refuses an aggregation without aggregates)
+    formed = windowed.groupBy(*keys, WINDOW).agg(*members) if members else windowed.select(*keys, WINDOW).distinct()
+    return formed_windows(spec, formed, keys, cti)
+
+
+def formed_windows(spec: HoppingWindow, formed: DataFrame, keys: tuple[str, ...], cti: int | None) -> DataFrame:
+    """The rows of ``formed`` (one per group of ``keys`` and window number ``_sq_window``, with the
+    window's values) with the window's lifetime and stability: the form ``hopping_windows`` returns."""
+    start = F.col(WINDOW) * F.lit(spec.hop)
+    end = shifted(start, spec.size)
+    if cti is None:
+        stable: Column = F.lit(False)
+    elif cti == INFINITY_MICROS:
+        stable = F.lit(True)
+    else:
+        stable = end <= F.lit(cti)  # a window is stable once the CTI reaches its end
+    names = [n for n in formed.columns if n not in (*keys, WINDOW)]
+    return formed.select(start.alias(START), end.alias(END), stable.alias(CLOSED), stable.alias(HEAD),
+                         *keys, *names)
+
+
+def window_members(spec: HoppingWindow, frame: DataFrame, horizon_keys: tuple[str, ...], cti: int | None,
+                   may_be_open: bool, latest: DataFrame | None) -> DataFrame:
+    """Each event of ``frame`` once per window it is in (``hopping_windows``), with the window's
+    number (``_sq_window``) and the event's lifetime clipped to the window (``_sq_clipped_start``,
+    ``_sq_clipped_end``)."""
     first = floor_div(F.col(START) - F.lit(spec.size), spec.hop) + F.lit(1)
     finite_last = floor_div(F.col(END) - F.lit(1), spec.hop)
     events = frame.withColumn(LAST, finite_last)
@@ -67,25 +99,8 @@ def hopping_windows(spec: HoppingWindow, frame: DataFrame, keys: tuple[str, ...]
     windowed = events.select("*", F.explode(F.sequence(F.col(FIRST), F.col(LAST))).alias(WINDOW))
     window_start = F.col(WINDOW) * F.lit(spec.hop)
     window_end = shifted(window_start, spec.size)
-    # members see their lifetimes clipped to the window (time-sensitive user aggregates)
-    clipped_start = F.greatest(F.col(START), window_start)
-    clipped_end = F.least(F.col(END), window_end)
-    members = member_aggregates(list(enumerate(aggregates)), clipped_start, clipped_end)
-    # a select that reads no aggregate (only the key, or constants) still has one event per
-    # non-empty window: the distinct (group, window) pairs, the same one shuffle (Spark's groupBy
-    # refuses an aggregation without aggregates)
-    formed = windowed.groupBy(*keys, WINDOW).agg(*members) if members else windowed.select(*keys, WINDOW).distinct()
-    start = F.col(WINDOW) * F.lit(spec.hop)
-    end = shifted(start, spec.size)
-    if cti is None:
-        stable: Column = F.lit(False)
-    elif cti == INFINITY_MICROS:
-        stable = F.lit(True)
-    else:
-        stable = end <= F.lit(cti)  # a window is stable once the CTI reaches its end
-    names = [n for n in formed.columns if n not in (*keys, WINDOW)]
-    return formed.select(start.alias(START), end.alias(END), stable.alias(CLOSED), stable.alias(HEAD),
-                         *keys, *names)
+    return windowed.select("*", F.greatest(F.col(START), window_start).alias(CLIPPED_START),
+                           F.least(F.col(END), window_end).alias(CLIPPED_END))
 
 
 def _join_caps(open_events: DataFrame, caps: DataFrame, horizon_keys: tuple[str, ...]) -> DataFrame:

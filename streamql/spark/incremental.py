@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import attrs
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamql.errors import BadInputError
 from streamql.events import Shape
 from streamql.query.nodes import Node, inputs_of
+from streamql.query.windows import HoppingWindow, WindowAggregate
 from streamql.spark import arrival_scan as scan
 from streamql.spark.columns import CLOSED, END, HEAD, SEQ, START
 from streamql.spark.edge_matching import MatchedEdges, match_end_edges
@@ -40,10 +41,18 @@ from streamql.spark.ingress import Binding, Ingress
 from streamql.spark.operators import Flow, compile_node, input_flow
 from streamql.spark.release import release
 from streamql.spark.retention import Floor, floors
+from streamql.spark.hopping import WINDOW, formed_windows, window_members
+from streamql.spark.incremental_windows import PARTIALS, incremental_window, merge_columns, result_columns, \
+    row_partials
+from streamql.spark.operators import shifted
+from streamql.spark.scanning import scan_input, scan_order
+from streamql.spark.windows import window_input, window_output
 from streamql.time import INFINITY_MICROS
 
 #: the micro-batch a carried edge row arrived in (arrival order is (batch, seq))
 BATCH = "_sq_batch"
+#: a state's frames are written together: the frame a row belongs to, and (numbered) its columns
+_FRAME = "_sq_frame"
 
 
 @attrs.frozen
@@ -103,12 +112,15 @@ class Carried:
     events: Mapping[str, DataFrame] = attrs.field(eq=False)
     pending: Mapping[str, DataFrame] = attrs.field(eq=False)
     released: Mapping[str, DataFrame] = attrs.field(eq=False)
+    #: an operator's own state (``streamql.spark.incremental_windows``: the open windows' partials)
+    partials: Mapping[str, DataFrame] = attrs.field(eq=False, factory=dict)
 
     def frames(self) -> dict[str, DataFrame]:
         """Every DataFrame under a path-like name (how ``StateStore`` lays them out)."""
         return {**{f"events/{n}": df for n, df in self.events.items()},
                 **{f"pending/{n}": df for n, df in self.pending.items()},
-                **{f"released/{n}": df for n, df in self.released.items()}}
+                **{f"released/{n}": df for n, df in self.released.items()},
+                **{f"partials/{n}": df for n, df in self.partials.items()}}
 
     def rows(self) -> int:
         """How many rows the state holds (one Spark job)."""
@@ -146,20 +158,83 @@ class Plan:
             "+".join(s.name for s in self.shapes)
 
 
+#: the aggregates of a step's output that its carried state needs: the least start of an output
+#: event not yet stable (``unstable``) and of any output event a later step computes again
+#: (``reaching``); ``None`` where there is no such event
+Least = tuple[int | None, int | None]
+
+
 @attrs.frozen
 class Step:
-    """One step's outcome: the new carried state and, per output shape, what it releases now
-    (``released_now``; persisted, to be written before ``unpersist``)."""
+    """One step's outcome: per output shape what it releases now (``released_now``, lazy), and
+    how to make the state it carries (``carry``, from the counts of what was released and the
+    ``Least`` of its output).
 
-    carried: Carried
+    A runner writes the releases with ``observed()`` (each counted as it is written, the output's
+    least starts collected in the first write) and then calls ``carry(observed)``: no job of its
+    own. ``carried`` computes the counts and least starts in jobs of their own instead."""
+
     released_now: Mapping[Shape, DataFrame] = attrs.field(eq=False)
-    released_counts: Mapping[Shape, int]
     input_rows: Mapping[str, int]
     persisted: list[DataFrame] = attrs.field(eq=False)
+    #: the output CTI after the step
+    out_cti: int | None
+    #: the output events that a step releases from (its ``Least`` is taken over them)
+    candidates: DataFrame = attrs.field(eq=False)
+    #: what a shape releases now from the candidates
+    releasing: Callable[[Shape, DataFrame], DataFrame] = attrs.field(eq=False)
+    make_carried: Callable[[Least, Mapping[Shape, int]], Carried] = attrs.field(eq=False)
+
+    def observed(self) -> Observed:
+        """The releases, each observed as it is written: write every one of them (the first
+        shape's first), then ``carry(observed)``."""
+        least = Observation()
+        counts = {shape: Observation() for shape in self.released_now}
+        frames: dict[Shape, DataFrame] = {}
+        for number, (shape, df) in enumerate(self.released_now.items()):
+            if number == 0:  # the first write computes the output: the least starts come with it
+                df = self.releasing(shape, self.candidates.observe(
+                    least, F.min(F.when(~(F.col(CLOSED) & F.col(HEAD)), F.col(START))).alias("unstable"),
+                    F.min(START).alias("reaching")))
+            frames[shape] = df.observe(counts[shape], F.count(F.lit(1)).alias("rows"))
+        return Observed(frames, least, counts)
+
+    def carry(self, observed: Observed) -> Carried:
+        """The carried state, from what writing ``observed.frames`` observed."""
+        unstable, reaching = observed.least.get["unstable"], observed.least.get["reaching"]
+        return self.make_carried((unstable, reaching), {shape: observed.rows(shape) for shape in observed.counts})
+
+    @property
+    def carried(self) -> Carried:
+        """The carried state, computed in jobs of its own (one per shape and one for the least starts)."""
+        counts = {shape: df.count() for shape, df in self.released_now.items()}
+        least = self.candidates.agg(F.min(F.when(~(F.col(CLOSED) & F.col(HEAD)), F.col(START))),
+                                    F.min(START)).first()
+        return self.make_carried((None, None) if least is None else (least[0], least[1]), counts)
 
     def unpersist(self) -> None:
         for df in self.persisted:
             df.unpersist()
+
+
+@attrs.frozen
+class Observed:
+    """A step's releases observed as they are written (``Step.observed``)."""
+
+    frames: Mapping[Shape, DataFrame] = attrs.field(eq=False)
+    least: Observation = attrs.field(eq=False)
+    counts: Mapping[Shape, Observation] = attrs.field(eq=False)
+
+    def rows(self, shape: Shape) -> int:
+        """How many rows ``shape``'s frame released (once it was written)."""
+        return int(self.counts[shape].get["rows"])
+
+
+def carried_session(carried: Carried) -> SparkSession | None:
+    """The session the carried frames were made in (the step's), if they have any."""
+    for df in carried.frames().values():
+        return df.sparkSession
+    return None
 
 
 def empty_carried(plan: Plan) -> Carried:
@@ -184,8 +259,6 @@ def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: 
                   inputs: Mapping[str, InputState], new: Mapping[str, DataFrame], final: bool) -> dict[str, Ingress]:
     """Scans the new rows (``new``; a static input's whole DataFrame until it was read once) of the
     inputs in ``inputs``, each from the scan state it carries. Edges are not matched yet."""
-    from streamql.binder import Binder  # the binder's scan order and ingress, on the new rows
-
     sources: dict[str, Binding] = {}
     for name in inputs:
         b = bindings[name]
@@ -195,12 +268,10 @@ def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: 
         if rows is None:
             rows = spark.createDataFrame([], b.source.schema)
         sources[name] = attrs.evolve(b, source=rows)
-    binder = Binder(spark, sources)
-    read = {name: b.node for name, b in sources.items()}
     ingresses: dict[str, Ingress] = {}
-    for name in binder._scan_order(set(inputs)):
-        ingresses[name] = binder._scan(name, ingresses, read, initial=inputs[name].scan, match_edges=False,
-                                       final=final)
+    for name in scan_order(sources, set(inputs)):
+        ingresses[name] = scan_input(sources, name, ingresses, initial=inputs[name].scan, match_edges=False,
+                                     final=final)
     return ingresses
 
 
@@ -263,56 +334,107 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite,
                                     fed=before.fed or name in plan.static)
         input_rows[name] = ingress.rows
+    window = incremental_window(plan.query)
+    if window is not None:
+        def carry_window(partials: DataFrame, out_cti: int | None, counts: Mapping[Shape, int]) -> Carried:
+            new_state = RunState(
+                batch=batch, inputs=inputs, out_floor=out_cti, keep_floor=None, out_cti=out_cti,
+                dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted,
+                bad_rows=state.bad_rows + bad_rows,
+                released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0),
+                flushed=state.flushed or out_cti == INFINITY_MICROS, signature=plan.signature)
+            return Carried(new_state, {}, pending, {}, {PARTIALS: partials})
+
+        return _window_step(plan, window, carried.partials.get(PARTIALS), flows, input_rows, persisted, carry_window)
     output = compile_node(plan.query, flows)
     out = output.frame.persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(out)
     # what ends before the previous output floor may be wrong (its inputs are gone) and was released
     candidates = out if state.out_floor is None else out.filter(F.col(END) >= F.lit(state.out_floor))
-    released_now: dict[Shape, DataFrame] = {}
-    released_sets: dict[str, DataFrame] = {}
-    for shape in plan.shapes:
+
+    def releasing(shape: Shape, candidates: DataFrame) -> DataFrame:
+        """What ``shape``'s output releases now: what the release rule releases, minus what was
+        released before."""
         releasable = release(candidates, output.cti, shape, plan.payload)
         before_set = carried.released.get(shape.name)
-        fresh_release = releasable if before_set is None else releasable.exceptAll(before_set)
-        fresh_release = fresh_release.persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(fresh_release)
-        released_now[shape] = fresh_release
-        released_sets[shape.name] = fresh_release if before_set is None else before_set.unionByName(fresh_release)
-    # one pass for both floors: the least start of an event not yet stable, and of any event that a
-    # later step computes again (``keep_floor`` from the previous output floor: a little lower than
-    # the new one would give, never too high)
-    least = candidates.agg(F.min(F.when(~(F.col(CLOSED) & F.col(HEAD)), F.col(START))),
-                           F.min(START)).first()
-    unstable, reaching = (None, None) if least is None else (least[0], least[1])
-    out_floor = state.out_floor
-    if output.cti is not None:
-        lowest = output.cti if unstable is None else min(output.cti, int(unstable))
-        out_floor = lowest if out_floor is None else max(out_floor, lowest)
-    keep_floor = state.keep_floor
-    if out_floor is not None:
-        lowest = out_floor if reaching is None else min(out_floor, int(reaching))
-        keep_floor = lowest if keep_floor is None else max(keep_floor, lowest)
-    retention = floors(plan.query, out_floor, flows)
-    for name in read:
-        floor = retention.get(name)
-        inputs[name] = attrs.evolve(inputs[name], floor=floor)
-        if floor is not None:
-            accepted[name] = accepted[name].filter(F.col(END) >= F.lit(floor))
-    for shape_name, df in released_sets.items():
-        if shape_name == Shape.INTERVAL.name and out_floor is not None:
-            # a released interval is computed again only while it ends at or after the output floor
-            released_sets[shape_name] = df.filter(F.col(END) >= F.lit(out_floor))
-        elif keep_floor is not None:
-            # points and edges no longer show their event's end: keep what starts at or after the
-            # earliest start of an event that a later step computes again
-            released_sets[shape_name] = df.filter(F.col(START) >= F.lit(keep_floor))
-    counts = {shape: df.count() for shape, df in released_now.items()}
-    new_state = RunState(
-        batch=batch, inputs=inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,
-        dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
-        released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0),
-        flushed=state.flushed or output.cti == INFINITY_MICROS, signature=plan.signature)
-    return Step(Carried(new_state, accepted, pending, released_sets), released_now, counts, input_rows, persisted)
+        return releasable if before_set is None else releasable.exceptAll(before_set)
+
+    released_now = {shape: releasing(shape, candidates) for shape in plan.shapes}
+
+    def carry(least: Least, counts: Mapping[Shape, int]) -> Carried:
+        # both floors from one pass: the least start of an event not yet stable, and of any event
+        # that a later step computes again (``keep_floor`` from the previous output floor: a little
+        # lower than the new one would give, never too high)
+        unstable, reaching = least
+        out_floor = state.out_floor
+        if output.cti is not None:
+            lowest = output.cti if unstable is None else min(output.cti, int(unstable))
+            out_floor = lowest if out_floor is None else max(out_floor, lowest)
+        keep_floor = state.keep_floor
+        if out_floor is not None:
+            lowest = out_floor if reaching is None else min(out_floor, int(reaching))
+            keep_floor = lowest if keep_floor is None else max(keep_floor, lowest)
+        retention = floors(plan.query, out_floor, flows)
+        kept = dict(accepted)
+        carried_inputs = dict(inputs)
+        for name in read:
+            floor = retention.get(name)
+            carried_inputs[name] = attrs.evolve(carried_inputs[name], floor=floor)
+            if floor is not None:
+                kept[name] = kept[name].filter(F.col(END) >= F.lit(floor))
+        released_sets: dict[str, DataFrame] = {}
+        for shape, fresh_release in released_now.items():
+            before_set = carried.released.get(shape.name)
+            df = fresh_release if before_set is None else before_set.unionByName(fresh_release)
+            if shape is Shape.INTERVAL and out_floor is not None:
+                # a released interval is computed again only while it ends at or after the output floor
+                df = df.filter(F.col(END) >= F.lit(out_floor))
+            elif shape is not Shape.INTERVAL and keep_floor is not None:
+                # points and edges no longer show their event's end: keep what starts at or after the
+                # earliest start of an event that a later step computes again
+                df = df.filter(F.col(START) >= F.lit(keep_floor))
+            released_sets[shape.name] = df
+        new_state = RunState(
+            batch=batch, inputs=carried_inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,
+            dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
+            released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0),
+            flushed=state.flushed or output.cti == INFINITY_MICROS, signature=plan.signature)
+        return Carried(new_state, kept, pending, released_sets)
+
+    return Step(released_now, input_rows, persisted, output.cti, candidates, releasing, carry)
+
+
+def _window_step(plan: Plan, window: WindowAggregate, before: DataFrame | None, flows: Mapping[str, Flow],
+                 input_rows: Mapping[str, int], persisted: list[DataFrame],
+                 carry: Callable[[DataFrame, int | None, Mapping[Shape, int]], Carried]) -> Step:
+    """The step of a hopping or tumbling window on partial aggregates (``streamql.spark.
+    incremental_windows``): ``flows`` hold only the micro-batch's accepted events, ``before`` the
+    partials of the windows still open."""
+    source = compile_node(window.source, flows)
+    spec = window.window
+    assert isinstance(spec, HoppingWindow)
+    frame, keys, aggregates = window_input(window, source)
+    members = window_members(spec, frame, source.keys, source.cti, False, None)
+    fresh = members.select(*keys, WINDOW, *row_partials(aggregates))
+    both = fresh if before is None else before.unionByName(fresh)
+    # the sink's write computes it, the state's write reads it again
+    merged = both.groupBy(*keys, WINDOW).agg(*merge_columns(aggregates)).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(merged)
+    formed = formed_windows(spec, merged.select(*keys, WINDOW, *result_columns(aggregates)), keys, source.cti)
+    out_cti = spec.output_cti(source.cti)
+    output = window_output(window, formed, keys, source, out_cti, spec.output_cti(source.finite_cti))
+    cti = source.cti
+    # the partials of the windows the CTI has not reached the end of (every other one is released now)
+    still_open = merged if cti is None else merged.filter(
+        shifted(F.col(WINDOW) * F.lit(spec.hop), spec.size) > F.lit(cti))
+
+    def releasing(shape: Shape, candidates: DataFrame) -> DataFrame:
+        # a window is released once, when the CTI reaches its end: nothing to take away
+        return release(candidates, out_cti, shape, plan.payload)
+
+    released_now = {shape: releasing(shape, output.frame) for shape in plan.shapes}
+    return Step(released_now, input_rows, persisted, out_cti, output.frame, releasing,
+                lambda least, counts: carry(still_open, out_cti, counts))
 
 
 # --- persistence ----------------------------------------------------------------------------------
@@ -373,20 +495,19 @@ class StateStore:
         return [str(s.getPath().getName()) for s in self._fs(path).listStatus(self._path(path))]
 
     def publish(self, df: DataFrame, target: str, format: str, staging: str,
-                options: Mapping[str, str] | None = None) -> bool:
+                options: Mapping[str, str] | None = None, keep: Callable[[], bool] | None = None) -> bool:
         """Writes ``df`` to ``target`` whole or not at all: into a temporary directory under
         ``staging`` (on the same file system, outside what readers of ``target``'s parent list),
-        renamed when complete. A ``target`` that exists already (a repeated micro-batch) is kept
-        as it is; returns whether this call wrote it."""
-        if self.exists(target):
-            return False
+        renamed when complete — unless ``keep`` (asked once written) says no. A ``target`` that
+        exists already (a repeated micro-batch) is kept as it is (``df`` is written all the same:
+        what it observes is wanted); returns whether this call published it."""
         name = target.rsplit("/", 1)[1]
         temporary = f"{staging.rstrip('/')}/{name}-{uuid.uuid4().hex}"
         writer = df.write.format(format).mode("overwrite")
         for key, value in (options or {}).items():
             writer = writer.option(key, value)
         writer.save(temporary)
-        if not self.rename(temporary, target):
+        if self.exists(target) or (keep is not None and not keep()) or not self.rename(temporary, target):
             self.delete(temporary)
             return False
         return True
@@ -406,37 +527,57 @@ class StateStore:
         meta = json.loads(self.read_text(f"{self._state_dir(batch)}/meta.json"))
         return RunState.from_json(json.dumps(meta["state"]))
 
-    def load(self, batch: int) -> Carried:
+    def load(self, batch: int, session: SparkSession | None = None) -> Carried:
+        """The committed state of ``batch`` with its DataFrames (read through ``session``, by
+        default the store's)."""
         directory = self._state_dir(batch)
         meta = json.loads(self.read_text(f"{directory}/meta.json"))
         state = RunState.from_json(json.dumps(meta["state"]))
-        frames: dict[str, dict[str, DataFrame]] = {"events": {}, "pending": {}, "released": {}}
-        for key, schema in meta["frames"].items():
+        reader = (session or self._spark).read
+        frames: dict[str, dict[str, DataFrame]] = {"events": {}, "pending": {}, "released": {}, "partials": {}}
+        together = reader.schema(T.StructType.fromJson(meta["schema"])).parquet(f"{directory}/frames") \
+            if meta["frames"] else None
+        for number, key in enumerate(meta["frames"]):
             kind, name = key.split("/", 1)
-            frames[kind][name] = self._spark.read.schema(T.StructType.fromJson(schema)).parquet(f"{directory}/{key}")
-        return Carried(state, frames["events"], frames["pending"], frames["released"])
+            assert together is not None
+            frames[kind][name] = together.filter(F.col(_FRAME) == number).select(f"{_FRAME}{number}.*")
+        return Carried(state, frames["events"], frames["pending"], frames["released"], frames["partials"])
 
-    def commit(self, carried: Carried) -> Carried:
-        """Writes ``carried`` as the state after its micro-batch and returns it read back from the
-        files (so the next step's plan starts from them, not from the whole lineage)."""
+    def commit(self, carried: Carried) -> tuple[Carried, int]:
+        """Writes ``carried`` as the state after its micro-batch (its frames together, in one job)
+        and returns it read back from the files (so the next step's plan starts from them, not from
+        the whole lineage), with the number of rows it holds."""
         batch = carried.state.batch
         target = self._state_dir(batch)
+        rows: int | None = None
         if not self.exists(target):
             temporary = f"{self.root}/_tmp-state-{batch:012d}-{uuid.uuid4().hex}"
             frames = carried.frames()
-            for key, df in frames.items():
-                df.write.mode("overwrite").parquet(f"{temporary}/{key}")
-            meta = {"state": json.loads(carried.state.to_json()),
-                    "frames": {key: json.loads(df.schema.json()) for key, df in frames.items()}}
+            together: DataFrame | None = None
+            for number, df in enumerate(frames.values()):
+                # a frame's rows are a struct column of their own, beside the frame's number
+                part = df.select(F.lit(number).alias(_FRAME), F.struct(*[F.col(c) for c in df.columns])
+                                 .alias(f"{_FRAME}{number}"))
+                together = part if together is None else together.unionByName(part, allowMissingColumns=True)
+            meta: dict[str, Any] = {"state": json.loads(carried.state.to_json()), "frames": list(frames)}
+            if together is not None:
+                counted = Observation()
+                together.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(f"{temporary}/frames")
+                rows = int(counted.get["rows"])
+                meta["schema"] = json.loads(together.schema.json())
+            else:
+                rows = 0
             self.write_text(f"{temporary}/meta.json", json.dumps(meta))
             if not self.rename(temporary, target):
                 self.delete(temporary)
+                rows = None
         # older states are not needed once a later one is whole; the one before stays for a
         # micro-batch that Spark runs again
         for older in self.committed():
             if older < batch - 1:
                 self.delete(self._state_dir(older))
-        return self.load(batch)
+        loaded = self.load(batch, carried_session(carried))
+        return loaded, loaded.rows() if rows is None else rows
 
     def latest(self, before: int | None = None) -> int | None:
         """The last committed micro-batch (before ``before``), or None."""

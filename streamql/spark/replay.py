@@ -12,6 +12,7 @@ from streamql.query.nodes import inputs_of
 from streamql.query.stream import Stream
 from streamql.reference.inputs import ReferenceInput
 from streamql.spark.ingress import Binding, micros
+from streamql.spark.scanning import scan_order
 from streamql.spark.schema import collectable, column_for_field, payload_from_row
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def reference_inputs(binder: Binder, q: Stream[Any], max_events: int) -> dict[st
     missing = sorted(read - set(bindings))
     if missing:
         raise BindingError(f"the query reads inputs that are not bound: {', '.join(missing)}")
-    names = binder._scan_order(read)  # with the inputs they import CTIs from
+    names = scan_order(bindings, read)  # with the inputs they import CTIs from
     for name in names:
         b = bindings[name]
         if b.source.isStreaming:

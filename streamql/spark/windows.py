@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from streamql.expr.nodes import Expr, GroupKey, aggregates_of
+from streamql.expr.nodes import Aggregate, Expr, GroupKey, aggregates_of
 from streamql.query import windows
 from streamql.spark.aggregates import result_name, value_columns
 from streamql.spark.count_window import count_windows
@@ -42,15 +42,35 @@ def horizon(source: Flow) -> Column:
     return latest
 
 
-@compile_node.register
-def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) -> Flow:
-    source = compile_node(node.source, env)
+def window_input(node: windows.WindowAggregate, source: Flow) -> tuple[DataFrame, tuple[str, ...], list[Aggregate]]:
+    """A window's input rows (lifetime, the key columns, one value column per aggregate), its key
+    columns (the source's, then the window's own key) and its aggregates."""
     frame, keys = source.frame, source.keys
     if node.key is not None:
         keys = keys + (key_name(len(keys)),)
         frame = frame.withColumn(keys[-1], compile_expr(node.key, by_name))
     aggregates = aggregates_of(node.projection)
-    frame = frame.select(*LIFETIME, *keys, *value_columns(aggregates, by_name))
+    return frame.select(*LIFETIME, *keys, *value_columns(aggregates, by_name)), keys, aggregates
+
+
+def window_output(node: windows.WindowAggregate, formed: DataFrame, keys: tuple[str, ...], source: Flow,
+                  cti: int | None, finite: int | None) -> Flow:
+    """The window operator's output from its formed windows (one row per window per group: the
+    lifetime, the flags, ``keys`` and ``result_name(i)`` per aggregate)."""
+    aggregates = aggregates_of(node.projection)
+    leaves: dict[Expr, Column] = {a: F.col(result_name(i)) for i, a in enumerate(aggregates)}
+    if node.key is not None:
+        leaves[GroupKey(node.key.type)] = F.col(keys[-1])
+    payload = construct_columns(node.projection, by_name, leaves)
+    # a window's events have no floor of their own: the stream's CTI bounds their unstable ends
+    out = formed.select(START, END, CLOSED, HEAD, no_floor(), *source.keys, *[c.alias(name) for name, c in payload])
+    return Flow(out, cti, finite, source.keys)
+
+
+@compile_node.register
+def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    frame, keys, aggregates = window_input(node, source)
     spec = node.window
     cti, finite = source.cti, source.finite_cti
     if isinstance(spec, windows.SnapshotWindow):
@@ -66,13 +86,7 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
     else:
         assert isinstance(spec, windows.CountWindow)
         formed, cti = count_windows(spec, frame, keys, aggregates, cti)
-    leaves: dict[Expr, Column] = {a: F.col(result_name(i)) for i, a in enumerate(aggregates)}
-    if node.key is not None:
-        leaves[GroupKey(node.key.type)] = F.col(keys[-1])
-    payload = construct_columns(node.projection, by_name, leaves)
-    # a window's events have no floor of their own: the stream's CTI bounds their unstable ends
-    out = formed.select(START, END, CLOSED, HEAD, no_floor(), *source.keys, *[c.alias(name) for name, c in payload])
-    return Flow(out, cti, finite, source.keys)
+    return window_output(node, formed, keys, source, cti, finite)
 
 
 @compile_node.register

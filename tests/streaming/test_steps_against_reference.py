@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
-from support.incremental import StreamInput, expected_after, run_in_steps
+from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
 from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines, us
 
 #: every example runs several steps of a few Spark jobs each: few examples per family in CI
@@ -28,24 +28,6 @@ class Count:
     k: int
     n: int
     total: Optional[int]
-
-
-@st.composite
-def cuts(draw: st.DrawFn, length: int) -> list[int]:
-    """Where micro-batches begin: 0, then one to three points (empty micro-batches allowed)."""
-    points = draw(st.lists(st.integers(0, max(length, 0)), min_size=1, max_size=3))
-    return [0] + sorted(points)
-
-
-@st.composite
-def flushing(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
-    """Mostly settings that generate CTIs often, so that steps release something; else any."""
-    if draw(st.integers(0, 2)) == 0:
-        return draw(advance_settings())
-    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 3)),
-                                                           delay=us(draw(st.sampled_from([0, 3]))),
-                                                           flush=draw(st.booleans())),
-                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
 
 
 def check(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, StreamInput], at: list[int],

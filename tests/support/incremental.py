@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Sequence
 
 import attrs
+from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -16,6 +17,7 @@ from streamql.spark.schema import collectable, payload_from_row
 from streamql.spark.columns import END, START
 from streamql.time import from_micros
 from support.frames import bind, frame
+from support.streams import advance_settings, us
 
 
 @attrs.frozen
@@ -86,7 +88,7 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
                              bad_rows=i.bad_rows)._bindings[name].source
         outcome = step(spark, plan, carried, new, batch)
         released += released_values(outcome.released_now[output], q, output)
-        carried = states.commit(outcome.carried) if states is not None else outcome.carried
+        carried = states.commit(outcome.carried)[0] if states is not None else outcome.carried
         if states is None:
             # the next step reads these frames again: computed once here, not from the whole lineage
             carried = attrs.evolve(carried, events={n: df.localCheckpoint() for n, df in carried.events.items()},
@@ -99,3 +101,21 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
     released += released_values(final.released_now[output], q, output)
     final.unpersist()
     return ordered(released, q), final.carried
+
+
+@st.composite
+def cuts(draw: st.DrawFn, length: int) -> list[int]:
+    """Where micro-batches begin: 0, then one to three points (empty micro-batches allowed)."""
+    points = draw(st.lists(st.integers(0, max(length, 0)), min_size=1, max_size=3))
+    return [0] + sorted(points)
+
+
+@st.composite
+def flushing(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
+    """Mostly settings that generate CTIs often, so that steps release something; else any."""
+    if draw(st.integers(0, 2)) == 0:
+        return draw(advance_settings())
+    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 3)),
+                                                           delay=us(draw(st.sampled_from([0, 3]))),
+                                                           flush=draw(st.booleans())),
+                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))

@@ -24,9 +24,14 @@ wrong event ends before it":
   events that end at or after ``f`` (those events' outputs depend on every right event during
   their lifetimes) — read from the data;
 - ``group_apply``: the sub-query's rule, with the group's stream as its input;
-- count windows, ``keep_last``, ``length_batch`` (they count events from the start of the stream
-  or back by a number of events) and ``alter_duration`` by an expression: no floor — these keep
-  their whole input (``None``).
+- count windows: per group, the ``n - 1``-th greatest distinct start before ``f - 1`` (a window
+  ending at or after ``f`` has its last start there or later, and holds the ``n - 1`` distinct
+  starts before it); ``keep_last(n)``: per group, the ``n``-th greatest start before ``f`` (an
+  event ends where the ``n``-th event after it starts) — both least over the groups, read from the
+  data. An event kept that started before that (a long interval) forms outputs that end before
+  ``f``: computed and dropped;
+- ``length_batch`` (batches counted from the start of the stream) and ``alter_duration`` by an
+  expression (any distance): no floor — these keep their whole input (``None``).
 
 Every floor is also held at or below its input's CTI.
 """
@@ -35,6 +40,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Mapping
 
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Literal
@@ -116,18 +122,51 @@ def _to_point(node: nodes.ToPoint, floor: Floor, env: Mapping[str, Flow]) -> dic
     return floors(node.source, _back(floor, 1), env)
 
 
-@floors.register
-def _window(node: windows.WindowAggregate, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
-    spec = node.window
-    if floor is None or isinstance(spec, windows.CountWindow):
-        return floors(node.source, None, env)
-    if isinstance(spec, windows.HoppingWindow):
-        return floors(node.source, _back(floor, spec.size), env)
-    # a snapshot interval reaching the floor starts at its group's greatest endpoint before it
-    source = compile_node(node.source, env)
+def _last_before(frame: DataFrame, keys: list[Column], starts: Column, before: int, n: int) -> Floor:
+    """The least over the groups of ``keys`` of the ``n``-th greatest value of ``starts`` below
+    ``before`` in the group (the least such value where the group has fewer); None where no group
+    has one."""
+    earlier = frame.select(*keys, starts.alias("_sq_s")).filter(F.col("_sq_s") < F.lit(before))
+    if keys:
+        names = earlier.columns[:-1]
+        rank = F.row_number().over(Window.partitionBy(*names).orderBy(F.col("_sq_s").desc()))
+        least = earlier.withColumn("_sq_rank", rank).filter(F.col("_sq_rank") <= F.lit(n)).agg(F.min("_sq_s")).first()
+    else:
+        # the n greatest of the whole stream: a top-n per partition, then of those
+        last = earlier.orderBy(F.col("_sq_s").desc()).limit(n)
+        least = last.agg(F.min("_sq_s")).first()
+    return None if least is None or least[0] is None else int(least[0])
+
+
+def _window_keys(node: windows.WindowAggregate, source: Flow) -> list[Column]:
     keys = [F.col(k) for k in source.keys]
     if node.key is not None:
         keys.append(compile_expr(node.key, by_name).alias(key_name(len(source.keys))))
+    return keys
+
+
+@floors.register
+def _window(node: windows.WindowAggregate, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
+    spec = node.window
+    if floor is None:
+        return floors(node.source, None, env)
+    if isinstance(spec, windows.HoppingWindow):
+        return floors(node.source, _back(floor, spec.size), env)
+    source = compile_node(node.source, env)
+    keys = _window_keys(node, source)
+    if isinstance(spec, windows.CountWindow):
+        # a count window ending at or after the floor has its last start at or after floor - 1; it
+        # holds that start and the n - 1 distinct starts of its group before it
+        needed = floor - 1
+        if spec.n > 1:
+            distinct = source.frame.select(*keys, START).distinct()
+            earliest = _last_before(distinct, [F.col(c) for c in distinct.columns[:-1]], F.col(START), needed,
+                                    spec.n - 1)
+            needed = needed if earliest is None else min(needed, earliest)
+        # an event starting there ends after it: kept; one that started before it and is still
+        # kept only forms windows that end before the floor (they are computed and dropped)
+        return floors(node.source, needed, env)
+    # a snapshot interval reaching the floor starts at its group's greatest endpoint before it
     before = F.lit(floor)
     endpoint = F.greatest(F.when(F.col(START) < before, F.col(START)),
                           F.when((F.col(END) < before) & (F.col(END) != F.lit(INFINITY_MICROS)), F.col(END)))
@@ -166,6 +205,20 @@ def _cut_by_right(node: joins.Binary, floor: Floor, env: Mapping[str, Flow]) -> 
 @floors.register
 def _time_batch(node: esper.TimeBatch, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
     return floors(node.source, _back(floor, 2 * node.size), env)
+
+
+@floors.register
+def _keep_last(node: esper.KeepLast, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
+    if floor is None:
+        return floors(node.source, None, env)
+    # an event ends at the start of the n-th event after it in its group's order (start first): it
+    # ends at or after the floor when that event starts at or after it, so the n events of the
+    # group before the first one starting at or after the floor, and all after, are needed
+    source = compile_node(node.source, env)
+    earliest = _last_before(source.frame, [F.col(k) for k in source.keys], F.col(START), floor, node.n)
+    # an event that started before it and is still kept ends, by the events kept after it, before
+    # the floor: its output is computed and dropped
+    return floors(node.source, floor if earliest is None else min(floor, earliest), env)
 
 
 __all__ = ["Floor", "floors", "merge"]

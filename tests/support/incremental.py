@@ -64,11 +64,12 @@ def expected_after(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: in
 
 def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cuts: Sequence[int],
                  output: sq.Shape, *, arrival: bool = False, store: str | None = None,
-                 check_every_step: bool = True) -> tuple[list[Any], Carried]:
+                 check_every_step: bool = True, sizes: list[int] | None = None) -> tuple[list[Any], Carried]:
     """Runs ``q`` over micro-batches (items ``cuts[i]:cuts[i+1]`` of every input), then a final step
     that flushes. After every step the releases so far must equal the reference's over the input so
     far; returns everything released and the last carried state. With ``store``, every step's state
-    goes through a ``StateStore`` there (written and read back)."""
+    goes through a ``StateStore`` there (written and read back). With ``sizes``, the rows of the
+    state carried after every micro-batch are appended to it."""
     binder = sq.Binder(spark)
     for name, i in inputs.items():
         binder = bind(binder, i.stream, frame(spark, i.payload, i.shape, i.items[:1], arrival=arrival), i.shape,
@@ -95,6 +96,8 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
                                    pending={n: df.localCheckpoint() for n, df in carried.pending.items()},
                                    released={n: df.localCheckpoint() for n, df in carried.released.items()})
         outcome.unpersist()
+        if sizes is not None:
+            sizes.append(carried.rows())
         if check_every_step:
             assert ordered(released, q) == expected_after(q, inputs, hi, False, output), f"after micro-batch {batch}"
     final = step(spark, plan, carried, {}, len(bounds), final=True)

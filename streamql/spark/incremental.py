@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -164,11 +164,27 @@ class Plan:
 Least = tuple[int | None, int | None]
 
 
+def observed_metrics(observation: Observation) -> Mapping[str, Any] | None:
+    """What ``observation`` observed once its action ran, or None when the action's plan did not
+    run the observed part: Spark prunes a plan it proves empty (a release while the CTI is None
+    filters on a literal false), observed metrics and all."""
+    jvm_row = observation._jo.getRow() if observation._jo is not None else None  # waits for the action
+    if jvm_row is None or jvm_row.length() == 0:
+        return None
+    return observation.get
+
+
+def _least() -> list[Column]:
+    """``Least`` as aggregates of the output events."""
+    return [F.min(F.when(~(F.col(CLOSED) & F.col(HEAD)), F.col(START))).alias("unstable"),
+            F.min(START).alias("reaching")]
+
+
 @attrs.frozen
 class Step:
     """One step's outcome: per output shape what it releases now (``released_now``, lazy), and
-    how to make the state it carries (``carry``, from the counts of what was released and the
-    ``Least`` of its output).
+    how to make the state it carries (``make_carried``, from the counts of what was released and
+    the ``Least`` of its output).
 
     A runner writes the releases with ``observed()`` (each counted as it is written, the output's
     least starts collected in the first write) and then calls ``carry(observed)``: no job of its
@@ -193,23 +209,27 @@ class Step:
         frames: dict[Shape, DataFrame] = {}
         for number, (shape, df) in enumerate(self.released_now.items()):
             if number == 0:  # the first write computes the output: the least starts come with it
-                df = self.releasing(shape, self.candidates.observe(
-                    least, F.min(F.when(~(F.col(CLOSED) & F.col(HEAD)), F.col(START))).alias("unstable"),
-                    F.min(START).alias("reaching")))
+                df = self.releasing(shape, self.candidates.observe(least, *_least()))
             frames[shape] = df.observe(counts[shape], F.count(F.lit(1)).alias("rows"))
         return Observed(frames, least, counts)
 
     def carry(self, observed: Observed) -> Carried:
-        """The carried state, from what writing ``observed.frames`` observed."""
-        unstable, reaching = observed.least.get["unstable"], observed.least.get["reaching"]
-        return self.make_carried((unstable, reaching), {shape: observed.rows(shape) for shape in observed.counts})
+        """The carried state, from what writing ``observed.frames`` observed (the least starts in a
+        job of their own if the write did not compute the output: a plan Spark proved empty)."""
+        least = observed_metrics(observed.least)
+        if least is None and self.out_cti is None:
+            least = {"unstable": None, "reaching": None}  # no output CTI: the floors stay where they are
+        elif least is None:
+            row = self.candidates.agg(*_least()).first()
+            least = {"unstable": None, "reaching": None} if row is None else row.asDict()
+        return self.make_carried((least["unstable"], least["reaching"]),
+                                 {shape: observed.rows(shape) for shape in observed.counts})
 
     @property
     def carried(self) -> Carried:
         """The carried state, computed in jobs of its own (one per shape and one for the least starts)."""
         counts = {shape: df.count() for shape, df in self.released_now.items()}
-        least = self.candidates.agg(F.min(F.when(~(F.col(CLOSED) & F.col(HEAD)), F.col(START))),
-                                    F.min(START)).first()
+        least = self.candidates.agg(*_least()).first()
         return self.make_carried((None, None) if least is None else (least[0], least[1]), counts)
 
     def unpersist(self) -> None:
@@ -226,8 +246,10 @@ class Observed:
     counts: Mapping[Shape, Observation] = attrs.field(eq=False)
 
     def rows(self, shape: Shape) -> int:
-        """How many rows ``shape``'s frame released (once it was written)."""
-        return int(self.counts[shape].get["rows"])
+        """How many rows ``shape``'s frame released (once it was written; none from a plan Spark
+        proved empty)."""
+        metrics = observed_metrics(self.counts[shape])
+        return 0 if metrics is None else int(metrics["rows"])
 
 
 def carried_session(carried: Carried) -> SparkSession | None:
@@ -563,7 +585,8 @@ class StateStore:
             if together is not None:
                 counted = Observation()
                 together.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(f"{temporary}/frames")
-                rows = int(counted.get["rows"])
+                metrics = observed_metrics(counted)
+                rows = 0 if metrics is None else int(metrics["rows"])
                 meta["schema"] = json.loads(together.schema.json())
             else:
                 rows = 0
@@ -586,4 +609,4 @@ class StateStore:
 
 
 __all__ = ["BATCH", "Carried", "InputState", "Plan", "RunState", "StateStore", "Step", "empty_carried", "scan_new_rows",
-           "step"]
+           "observed_metrics", "step"]

@@ -4,7 +4,10 @@ input so far, and they carry one row per open window per group, never an input e
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 from typing import Any, Optional
 
 from hypothesis import HealthCheck, given, note, settings
@@ -91,3 +94,41 @@ def test_the_state_is_the_open_windows(spark: SparkSession) -> None:
     assert sorted(r["_sq_window"] for r in carried.partials["window"].select("_sq_window").distinct().collect()) \
         == [57, 58, 59]
     assert carried.partials["window"].count() <= 9
+
+
+@dataclass(frozen=True)
+class MeterCount:
+    meter: str
+    n: int
+
+
+def test_a_running_window_query_with_micro_batches_before_the_first_cti(spark: SparkSession, tmp_path: Path) -> None:
+    # a CTI every 4 readings: the first micro-batches (one reading each) have no CTI, and Spark
+    # proves their release empty (no observed metrics); the query runs on and releases what batch does
+    from support.json_readings import EVERY_4, READINGS, SCHEMA, put, rows
+
+    def counts(readings: sq.Stream[Any]) -> sq.Stream[MeterCount]:
+        return readings.group_by(lambda e: e.meter).tumbling_window(timedelta(seconds=20)).select(
+            lambda w: MeterCount(w.key, w.count()))
+
+    source = tmp_path / "in"
+    everything = rows(0, 10)
+    for number, batch in enumerate([everything[0:1], everything[1:2], everything[2:10]]):
+        put(source, number, batch)
+        # the file source takes files in modification-time order
+        stamp = time.time() - 100 + number
+        os.utime(source / f"part-{number:04d}.json", (stamp, stamp))
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    running = sq.Binder(spark).bind(READINGS, stream, start="ts", advance_time=EVERY_4).start(
+        counts(READINGS), sink=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"), feed=False)
+    running.process_all_available()
+    running.stop()
+    assert [p.released for p in running.progress][:2] == [0, 0]
+    # the scan, the sink, the state (no feed)
+    assert all(p.jobs <= 3 for p in running.progress[:3]), [p.jobs for p in running.progress]
+    data = spark.createDataFrame(everything, SCHEMA)
+    expected = sq.Binder(spark).bind(READINGS, data, start="ts", advance_time=EVERY_4).collect(counts(READINGS))
+    got = spark.read.parquet(str(tmp_path / "out")).select("start", "end", "meter", "n").collect()
+    assert sorted(tuple(r) for r in got) == sorted(
+        (e.start.replace(tzinfo=None), e.end.replace(tzinfo=None), e.payload.meter, e.payload.n) for e in expected)
+    assert sum(p.released for p in running.progress) == len(expected) > 0

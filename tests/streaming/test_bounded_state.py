@@ -2,7 +2,7 @@
 stream's length — for every operator family that has a retention rule (docs/streaming.md, "The
 state per operator"); the four families that still keep their whole input are marked as such.
 
-Each query runs over 12 micro-batches of 10 events (points 10 us apart over three keys, a CTI
+Each query runs over 8 micro-batches of 10 events (points 10 us apart over three keys, a CTI
 every 5 events) through the incremental step; the test checks the state's rows after each
 micro-batch and that the releases equal the reference's."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from streamql.query.nodes import inputs_of
 from support.incremental import StreamInput, expected_after, run_in_steps
 from support.streams import P, us
 
-STEPS, PER_STEP = 12, 10
+STEPS, PER_STEP = 8, 10
 SETTINGS = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=5))
 LEFT = sq.input("in", P, sq.Shape.POINT)
 RIGHT = sq.input("other", P, sq.Shape.POINT)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
-import streamql.binder
+import streamql.spark.scanning
 from streamql.spark import hopping
 from streamql.spark import windows as spark_windows
 from streamql.spark.ingress import run_ingress
@@ -149,7 +149,7 @@ def test_each_input_is_scanned_once_for_all_the_queries(shared: sq.Binder, monke
         scanned.append(b.name)
         return run_ingress(b, *args, **kwargs)
 
-    monkeypatch.setattr(streamql.binder, "run_ingress", counting)
+    monkeypatch.setattr(streamql.spark.scanning, "run_ingress", counting)
     busy = READING.where(lambda e: e.v > 1)
     queries: dict[str, sq.Stream[Any]] = {
         "busy": busy,

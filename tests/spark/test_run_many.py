@@ -4,13 +4,12 @@ output shape), scans each input once for all of them, names the query an error c
 ``write_many`` writes what ``write`` writes."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -20,12 +19,8 @@ from streamql.spark import hopping
 from streamql.spark import windows as spark_windows
 from streamql.spark.ingress import run_ingress
 from support.frames import bind, frame
-from support.streams import P, Tied, advance_settings, build, inputs, pipelines, us
+from support.streams import SCALE, SPARK_EXAMPLES, P, Tied, advance_settings, build, inputs, pipelines, us
 
-#: every example runs the queries alone and together (STREAMQL_EXAMPLES=n multiplies the examples)
-SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
-SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                                          HealthCheck.data_too_large])
 
 
 @dataclass(frozen=True)
@@ -106,7 +101,7 @@ def query_sets(draw: st.DrawFn, a: sq.Stream[P], b: sq.Stream[P]) -> dict[str, s
     return queries
 
 
-@settings(SETTINGS, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
 @given(data=st.data())
 def test_run_many_returns_what_each_query_returns_alone(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

@@ -4,23 +4,18 @@ the final (flushing) step what it releases over the whole input. Random inputs, 
 points (hypothesis); every operator family; INTERVAL, POINT and EDGE output."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines, us
+from support.streams import (SCALE, SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
+                             pipelines, us)
 
-#: every example runs several steps of a few Spark jobs each: few examples per family in CI
-#: (STREAMQL_EXAMPLES=n multiplies them for a deeper run)
-SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
-SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                                          HealthCheck.data_too_large])
 
 
 @dataclass(frozen=True)
@@ -50,7 +45,7 @@ def check_one_input(spark: SparkSession, data: st.DataObject, source: sq.Stream[
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SETTINGS, max_examples=6 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=6 * SCALE)
 @given(data=st.data())
 def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -83,7 +78,7 @@ def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
 
 
-@settings(SETTINGS, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
 @given(data=st.data())
 def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -96,7 +91,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SETTINGS, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
 @given(data=st.data())
 def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
@@ -126,7 +121,7 @@ def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSes
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SETTINGS, max_examples=4 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=4 * SCALE)
 @given(data=st.data())
 def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -142,7 +137,7 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
     check_one_input(spark, data, source, shape, items, q)
 
 
-@settings(SETTINGS, max_examples=4 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=4 * SCALE)
 @given(data=st.data())
 def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """Start edges stay open across micro-batches until their end edges come; late end edges are

@@ -10,16 +10,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Optional
 
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.spark.incremental_windows import incremental_window
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.streams import SELECTS, WHERES, P, inputs, us
-
-SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
+from support.streams import SCALE, SELECTS, SPARK_EXAMPLES, WHERES, P, inputs, us
 
 
 @dataclass(frozen=True)
@@ -53,8 +51,7 @@ def chains(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
     return q
 
 
-@settings(deadline=None, max_examples=8 * SCALE,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(SPARK_EXAMPLES, max_examples=8 * SCALE)
 @given(data=st.data())
 def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: SparkSession, data: st.DataObject) -> None:
     source = sq.input("in", P, sq.Shape.POINT)

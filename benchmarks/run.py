@@ -29,12 +29,22 @@ Rows (names for ``--only``, default all):
                    of 1 ms, each interval exploded over its buckets, a join on the bucket, the pair
                    kept in the bucket of its intersection's start. Also prints streamql's time at
                    twice the events (near-linear scaling: about twice the time)
+  alter-arrival    as alter, with an explicit arrival column (here in partition order); baseline: the
+                   plain filter + projection
+  cached-sliding-avg, cached-hopping, cached-join
+                   2 M readings / 2 M hits / 0.5 M x 0.5 M intervals cached in memory (and materialized
+                   before timing) with an arrival column, as in a notebook reusing its input: where the
+                   query's fixed cost (its planning and scan jobs) shows
   many             50 queries (``--queries``) over the 5 M readings of sliding-avg (1,000 meters),
                    each where(meter == m_i) then an ungrouped hopping_window(10 min, 1 min) count,
                    collected: run_many of them all against run of one alone (target: together <= 3x
                    one alone) and the 50 run one after another (timed once); also write_many to
                    parquet and a hand-written PySpark job computing all 50 at once (F.window, no
                    CTIs). Not part of the table; runs after it, before the stream row
+
+Each row also prints streamql's phases in its last run (wall time and Spark jobs per phase: the
+worker check, the arrival order, the scan's summary and simulation, planning, the write) and the
+baseline's job count.
 
 ``--check`` times nothing: for every row whose baseline has the same output rows (the new rows:
 their CTIs flush, so every event is released and nothing is late) it compares, ignoring order
@@ -64,6 +74,8 @@ from pyspark.sql.window import Window
 
 import streamql as sq
 from streamql.query.nodes import Input
+from streamql.spark.jobs import counting_jobs
+from streamql.spark.phases import Phases, recording
 from streamql.spark.workers import check_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -279,8 +291,10 @@ def bind_sides(spark: SparkSession, case: Case, source: DataFrame) -> tuple[sq.B
                                                      (sq.input("right", Right, shape=sq.Shape.INTERVAL), 1, "b")]
     binder = sq.Binder(spark)
     for stream, side, value in inputs:
-        df = source.filter(F.col("side") == side).select("ts", "te", "key", F.col("v").alias(value))
-        binder = binder.bind(stream, df, start="ts", end="te", advance_time=case.settings())
+        df = source.filter(F.col("side") == side).select("ts", "te", "key", F.col("v").alias(value),
+                                                         *(["arrival"] if case.arrival else []))
+        binder = binder.bind(stream, df, start="ts", end="te", advance_time=case.settings(),
+                             arrival="arrival" if case.arrival else None)
     return binder, q
 
 
@@ -379,6 +393,10 @@ class Case:
     #: binds the inputs when the row has several (default: ``query``'s input to the whole source)
     bind: Callable[[SparkSession, Case, DataFrame], tuple[sq.Binder, sq.Stream[Any]]] | None = None
     scaling: bool = False  # also time streamql at twice the events
+    #: bind an explicit arrival column (``arrival``: the row number, i.e. partition order)
+    arrival: bool = False
+    #: the source is cached and materialized before the timed runs (a notebook's reused input)
+    cached: bool = False
 
 
 CASES = [
@@ -401,6 +419,18 @@ CASES = [
          tiny_keyed_sides, bind=bind_sides),
     Case("join-any", "{events} x {events} intervals: join on=None (baseline: 1 ms buckets)", 200_000, any_sides,
          join_query(False), flushing, join_any_baseline, Pair, tiny_any_sides, bind=bind_sides, scaling=True),
+    Case("alter-arrival", "  as alter, with an explicit arrival column (in partition order; baseline: filter + "
+         "projection)", 10_000_000, lambda spark, n, p: readings(spark, n, p, None), alter_query, dropping,
+         alter_baseline, Reading, arrival=True),
+    Case("cached-sliding-avg", "{events} points cached, arrival column: grouped sliding avg (baseline: sweep)",
+         2_000_000, meters, sliding_avg_query, flushing, sweep_baseline(["meter"]), Reading, tiny_meters,
+         arrival=True, cached=True),
+    Case("cached-hopping", "{events} points cached, arrival column: grouped hopping counts (baseline: F.window)",
+         2_000_000, hits, hopping_count_query, flushing, hopping_baseline, Hit, tiny_hits, arrival=True,
+         cached=True),
+    Case("cached-join", "{events} x {events} intervals cached, arrival column, 10,000 keys: equi-join "
+         "(baseline: key join + overlap filter)", 500_000, keyed_sides, join_query(True), flushing, join_baseline,
+         Pair, tiny_keyed_sides, bind=bind_sides, arrival=True, cached=True),
 ]
 
 
@@ -408,18 +438,43 @@ def binding(spark: SparkSession, case: Case, source: DataFrame) -> tuple[sq.Bind
     if case.bind is not None:
         return case.bind(spark, case, source)
     inp, q = case.query()
-    return sq.Binder(spark).bind(inp, source, start="ts", advance_time=case.settings()), q
+    return sq.Binder(spark).bind(inp, source, start="ts", advance_time=case.settings(),
+                                 arrival="arrival" if case.arrival else None), q
+
+
+def row_source(spark: SparkSession, case: Case, events: int, partitions: int) -> DataFrame:
+    """The row's input: with an ``arrival`` column (the row number: partition order) if the row
+    binds one, cached and materialized if the row says so."""
+    source = case.source(spark, events, partitions)
+    if case.arrival:
+        source = source.withColumn("arrival", F.monotonically_increasing_id())
+    if case.cached:
+        source = source.cache()
+        source.count()
+    return source
+
+
+#: the phases of each row's last streamql run (``--only`` row name -> phases)
+PHASES: dict[str, Phases] = {}
 
 
 def streamql_job(spark: SparkSession, case: Case, source: DataFrame, out: str) -> None:
     binder, q = binding(spark, case, source)
-    result = binder.write(q, out, mode="overwrite")
+    with recording(spark) as phases:
+        result = binder.write(q, out, mode="overwrite")
+    PHASES[case.name] = phases
     if case.tiny is not None and result.dropped:  # the baseline would not be the same job
         raise AssertionError(f"{case.name}: streamql dropped {result.dropped} late events")
 
 
+#: the Spark jobs of each row's last baseline run
+BASELINE_JOBS: dict[str, int] = {}
+
+
 def baseline_job(case: Case, source: DataFrame, out: str) -> None:
-    case.baseline(source).write.mode("overwrite").parquet(out)
+    with counting_jobs(source.sparkSession.sparkContext, f"baseline {case.name}") as jobs:
+        case.baseline(source).write.mode("overwrite").parquet(out)
+    BASELINE_JOBS[case.name] = jobs.jobs
 
 
 def best_of(repeat: int, job: Callable[[str], None]) -> float:
@@ -592,6 +647,8 @@ def compare_typed(ours: tuple[list[tuple[str, str]], Rows], theirs: tuple[list[t
 def check(spark: SparkSession, case: Case, events: int, partitions: int) -> bool:
     assert case.tiny is not None
     tiny = case.tiny(spark)
+    if case.arrival:
+        tiny = tiny.withColumn("arrival", F.monotonically_increasing_id())
     n = tiny.count()
     spec = reference_rows(case, tiny)
 
@@ -600,7 +657,7 @@ def check(spark: SparkSession, case: Case, events: int, partitions: int) -> bool
         return rows_of(binder.to_dataframe(q))
 
     def against_baseline() -> bool:
-        source = case.source(spark, events, partitions)
+        source = row_source(spark, case, events, partitions)
         return compare_typed(streamql_rows(source), rows_of(case.baseline(source)))
 
     steps: list[tuple[str, Callable[[], bool]]] = [
@@ -667,7 +724,7 @@ def main() -> int:
         notes: list[str] = []
         for case in cases:
             events = args.events if args.events is not None else case.events
-            source = case.source(spark, events, args.partitions)
+            source = row_source(spark, case, events, args.partitions)
             ours: Callable[[str], None] = functools.partial(streamql_job, spark, case, source)
             theirs: Callable[[str], None] = functools.partial(baseline_job, case, source)
             ours_groups: list[str] = []
@@ -678,6 +735,10 @@ def main() -> int:
             ours_s = best_of(args.repeat, ours)
             theirs_s = best_of(args.repeat, theirs)
             rows.append((case.label.format(events=f"{events / 1e6:g} M"), ours_s, theirs_s))
+            notes.append(f"{case.name}, streamql's phases (last run, {PHASES[case.name].jobs} jobs): "
+                         f"{PHASES[case.name].table()}; baseline: {BASELINE_JOBS[case.name]} jobs")
+            if case.cached:
+                source.unpersist()
             if case.scaling:
                 doubled = case.source(spark, 2 * events, args.partitions)
                 twice = best_of(args.repeat, functools.partial(streamql_job, spark, case, doubled))

@@ -25,6 +25,7 @@ from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-s
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators import Flow, compile_node, input_flow
+from streamql.spark.phases import phase
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.schema import collectable, payload_from_row
 from streamql.spark.sharing import TAG, compiled_together
@@ -116,7 +117,8 @@ class Binder:
     def _execute(self, q: Stream[T]) -> _Execution[T]:
         read = self._check_query(q)
         ingresses, flows = self._scan_inputs(read)
-        output = compile_node(q.node, flows)
+        with phase("plan"):
+            output = compile_node(q.node, flows)
         persisted = [df for i in ingresses.values() for df in i.persisted]
         return _execution(q, read, ingresses, flows, output, persisted)
 
@@ -143,7 +145,8 @@ class Binder:
         """Scans the inputs ``read`` (and those whose CTIs they import), each once, in import order;
         returns the scans and the flows of ``read``. ``readers``: the queries reading each input
         (``run_many``), which an error while scanning it names."""
-        check_workers(self._spark)  # once per SparkContext, before the query's first job
+        with phase("worker check"):
+            check_workers(self._spark)  # once per SparkContext, before the query's first job
         ingresses: dict[str, Ingress] = {}
         try:
             for name in self._scan_order(set(read)):
@@ -255,7 +258,8 @@ class Binder:
             raise BindingError(f"output must be a sq.Shape, got {output!r}")
         execution = self._execute(q)
         try:
-            return _collected(execution, output)
+            with phase("collect"):
+                return _collected(execution, output)
         finally:
             execution.unpersist()
 
@@ -270,7 +274,8 @@ class Binder:
         execution = self._execute(q)
         try:
             out = _user_columns(execution.released(Shape.INTERVAL), q)
-            out.write.mode(mode).format(format).options(**options).save(path)
+            with phase("write"):
+                out.write.mode(mode).format(format).options(**options).save(path)
             return execution.result([], [])
         finally:
             execution.unpersist()

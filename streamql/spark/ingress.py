@@ -24,6 +24,7 @@ from streamql.query.nodes import Input
 from streamql.spark import arrival_scan as scan
 from streamql.spark.columns import ACTION, ARRIVAL, BAD, CLOSED, END, HEAD, KIND, MOVED_TO, SEQ, START
 from streamql.spark.edge_matching import match_end_edges
+from streamql.spark.phases import phase
 from streamql.spark.schema import column_for_field
 from streamql.time import INFINITY_MICROS, MAX_MICROS, duration_micros, from_micros
 
@@ -118,13 +119,15 @@ def micros(column: Column, dtype: T.DataType) -> Column:
     return F.when(micros > F.lit(MAX_MICROS), F.lit(INFINITY_MICROS)).otherwise(micros)
 
 
-def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
+def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool = False) -> DataFrame:
     """The input as rows in arrival order: ``_sq_seq`` (increasing with arrival), ``_sq_kind``,
     ``_sq_start``/``_sq_end`` in microseconds, ``_sq_bad`` (the reason a row is bad, or null),
     then the payload fields converted to their Spark types.
 
     ``cti_rows`` (``_sq_arrival``, ``_sq_start``) are CTIs imported from another input, merged
-    into the arrival order.
+    into the arrival order. ``partition_order``: number the rows in partition order even though
+    the input has an arrival column (the caller has found its arrival values strictly increasing
+    in partition order, so that is their arrival order).
     """
     check_binding(b)
     df = b.source
@@ -189,7 +192,7 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None) -> DataFrame:
               ((f.name, rows.schema[f.name].dataType) for f in b.node.schema.fields)],
         )
         rows = rows.unionByName(imported)
-    if b.arrival is not None:
+    if b.arrival is not None and not partition_order:
         return _in_arrival_order(rows, [f.name for f in b.node.schema.fields])
     # file/partition order: the partition index sits above bit 33 of the id, so each Spark
     # partition is one scan unit
@@ -256,6 +259,8 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("locally_certain", T.BooleanType()),
     T.StructField("tail_max", T.ArrayType(T.LongType())),
     T.StructField("bad_rows", T.LongType()), T.StructField("first_bad", T.LongType()),
+    T.StructField("arrival_increasing", T.BooleanType()), T.StructField("arrival_first", T.LongType()),
+    T.StructField("arrival_last", T.LongType()),
 ])
 
 _SIMULATION_SCHEMA = T.StructType([
@@ -272,6 +277,7 @@ _SUMMARY_ARROW = pa.schema([
     ("unit", pa.int64()), ("rows", pa.int64()), ("eligible", pa.int64()), ("max_start", pa.int64()),
     ("max_cti_row", pa.int64()), ("min_checked", pa.int64()), ("locally_certain", pa.bool_()),
     ("tail_max", pa.list_(pa.int64())), ("bad_rows", pa.int64()), ("first_bad", pa.int64()),
+    ("arrival_increasing", pa.bool_()), ("arrival_first", pa.int64()), ("arrival_last", pa.int64()),
 ])
 
 _SIMULATION_ARROW = pa.schema([
@@ -296,11 +302,49 @@ def _units(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows]]
 
 def _summarize_units(settings: scan.ScanSettings) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        summaries = [attrs.asdict(scan.summarize(rows, settings, unit)) for unit, rows in _units(batches)]
+        summaries = [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals)}
+                     for unit, rows, arrivals in _units_with_arrivals(batches)]
         if summaries:
             yield pa.RecordBatch.from_pylist([{**s, "tail_max": list(s["tail_max"])} for s in summaries],
                                              schema=_SUMMARY_ARROW)
     return run
+
+
+def _units_with_arrivals(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows, pa.ChunkedArray | None]]:
+    """``_units``, with the ``arrival`` values where the rows carry them (they do only in
+    partition order, where a partition is one unit)."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    table = pa.Table.from_batches(collected)
+    arrivals = table.column("arrival") if "arrival" in table.schema.names else None
+    for unit, rows in _units(iter(collected)):
+        yield unit, rows, arrivals
+
+
+def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
+    """Whether a unit's arrival values increase strictly in partition order (no null), and its
+    first and last: what proves partition order to be arrival order."""
+    if arrivals is None:
+        return {"arrival_increasing": None, "arrival_first": None, "arrival_last": None}
+    if arrivals.is_null().to_numpy(zero_copy_only=False).any():
+        return {"arrival_increasing": False, "arrival_first": None, "arrival_last": None}
+    values = arrivals.to_numpy(zero_copy_only=False).astype(np.int64)
+    return {"arrival_increasing": bool(np.all(values[1:] > values[:-1])),
+            "arrival_first": int(values[0]), "arrival_last": int(values[-1])}
+
+
+def _in_partition_order(summaries: list[dict[str, Any]]) -> bool:
+    """Whether the units' arrival values increase strictly across the whole input (the units in
+    partition order)."""
+    last = None
+    for s in summaries:
+        if not s["arrival_increasing"]:
+            return False
+        if last is not None and s["arrival_first"] <= last:
+            return False
+        last = s["arrival_last"]
+    return True
 
 
 def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSettings) -> Any:
@@ -323,7 +367,16 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
     return run
 
 
-def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool) -> DataFrame:
+def _arrival_key(prepared: DataFrame) -> Column:
+    """The arrival column as a long (microseconds for a timestamp)."""
+    arrival = F.col(ARRIVAL)
+    if isinstance(prepared.schema[ARRIVAL].dataType, T.TimestampType):
+        return F.unix_micros(arrival)
+    return arrival.cast("long")
+
+
+def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool,
+             with_arrival: bool = False) -> DataFrame:
     """The time columns the scan reads, and only those (each costs an Arrow transfer):
     ``start`` (null for a bad row), ``kind`` if the input can hold CTI rows or edges, ``end`` if a
     decision can depend on it (ADJUST, end edges), ``seq`` if arrival order is not partition order or
@@ -336,8 +389,10 @@ def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool
     # an end edge is checked against the CTI by its end, under either policy
     if edges or (b.advance_time is not None and b.advance_time.policy is AdvanceTimePolicy.ADJUST):
         columns.append(F.col(END).alias("end"))
-    if b.arrival is not None or with_seq:
+    if (b.arrival is not None and not with_arrival) or with_seq:
         columns.append(F.col(SEQ).alias("seq"))
+    if with_arrival:
+        columns.append(_arrival_key(prepared).alias("arrival"))
     return prepared.select(*columns)
 
 
@@ -365,7 +420,8 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings,
         unit = s["unit"]
         if exact:
             walk.states[unit] = state
-        summary = scan.Summary(**{**s, "tail_max": tuple(s["tail_max"] or ())})
+        summary = scan.Summary(**{k: v for k, v in s.items() if not k.startswith("arrival_") and k != "tail_max"},
+                               tail_max=tuple(s["tail_max"] or ()))
         after = scan.clean_transfer(summary, state, settings)
         if after is None:
             done = simulations.get((unit, state))
@@ -417,13 +473,28 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     carries (``match_edges=False``: ``events`` are then the scanned edge rows, with the scan's
     ``_sq_action``/``_sq_moved_to``, and the counts are the matching's to make)."""
     cti_rows = imported.cti_steps if imported is not None and imported_arrival else None
-    prepared = prepare(b, cti_rows)
     settings = scan_settings(b.advance_time)
-    compact = _compact(prepared, b, cti_rows is not None, with_seq=False)
-    # one summary row per scan unit comes to the driver: the "small prefix combine" of DESIGN §6
-    summaries = sorted(
-        (row.asDict() for row in compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
-        key=lambda r: r["unit"])
+
+    def summarized(prepared: DataFrame, with_arrival: bool) -> list[dict[str, Any]]:
+        # one summary row per scan unit comes to the driver: the "small prefix combine" of DESIGN §6
+        compact = _compact(prepared, b, cti_rows is not None, with_seq=False, with_arrival=with_arrival)
+        with phase("scan summary"):
+            return sorted((row.asDict() for row in
+                           compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
+                          key=lambda r: r["unit"])
+
+    summaries: list[dict[str, Any]] | None = None
+    if b.arrival is not None and cti_rows is None:
+        # most inputs arrive in the order they are stored: the summary's pass in partition order
+        # also checks that, and where it holds the arrival numbering (a shuffle and a sort) is not needed
+        prepared = prepare(b, partition_order=True)
+        summaries = summarized(prepared, with_arrival=True)
+        if not _in_partition_order(summaries):
+            summaries = None
+    if summaries is None:
+        with phase("arrival order"):
+            prepared = prepare(b, cti_rows)
+        summaries = summarized(prepared, with_arrival=False)
     bad_rows = sum(s["bad_rows"] for s in summaries)
     rows = sum(s["rows"] for s in summaries)
     if bad_rows and b.bad_rows == "error":
@@ -452,7 +523,9 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         simulated = cached_compact.filter(units).mapInArrow(
             _simulate_units(walk.pending, settings), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
-        for record in simulated.filter(F.col("record") == 0).collect():  # one state row per simulated unit
+        with phase("scan simulation"):
+            records = simulated.filter(F.col("record") == 0).collect()  # one state row per simulated unit
+        for record in records:
             outcome = _UnitOutcome(scan.ScanState(record["cti"], record["count"], record["max_start"],
                                                   record["baseline"]), record["dropped"], record["adjusted"])
             unit = record["seq"]
@@ -496,7 +569,8 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows)
     if b.node.shape is Shape.EDGE:
         # the scan's counts include end edges that turn out unmatched: the matching counts instead
-        matched = match_end_edges(events, payload, None if final == scan.NONE else final)
+        with phase("edge matching"):
+            matched = match_end_edges(events, payload, None if final == scan.NONE else final)
         persisted.append(matched.persisted)
         if matched.unmatched and b.bad_rows == "error":
             first = prepared.filter(F.col(SEQ) == matched.first_unmatched).select(START, END).first()

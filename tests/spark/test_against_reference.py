@@ -20,11 +20,14 @@ def test_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> Non
     at = data.draw(advance_settings(), label="settings")
     ops = data.draw(pipelines(), label="ops")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
-    arrival = data.draw(st.booleans(), label="arrival column")
+    # an arrival column whose rows are shuffled, or stored in arrival order (no numbering needed)
+    arrival_order = data.draw(st.sampled_from(["none", "shuffled", "stored"]), label="arrival column")
+    arrival = arrival_order != "none"
     partitions = data.draw(st.integers(1, 4), label="partitions")
     source = sq.input("in", P, shape)
     q = build(source, ops)
     expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
-    df = frame(spark, P, shape, items, partitions=partitions, arrival=arrival, seed=len(items))
+    df = frame(spark, P, shape, items, partitions=partitions, arrival=arrival, seed=len(items),
+               shuffled=arrival_order == "shuffled")
     actual = bind(sq.Binder(spark), source, df, shape, at, arrival=arrival).run(q, output=output)
     assert actual == expected

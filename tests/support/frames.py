@@ -15,10 +15,12 @@ from streamql.time import to_micros
 
 
 def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Sequence[Any], *,
-          partitions: int = 3, arrival: bool = False, seed: int = 0, first_arrival: int = 0) -> DataFrame:
+          partitions: int = 3, arrival: bool = False, seed: int = 0, first_arrival: int = 0,
+          shuffled: bool = True) -> DataFrame:
     """A DataFrame with ``start``/``end`` (integer microseconds), ``kind``, ``arrival`` and the payload
     columns, in arrival order across ``partitions`` partitions — or, with ``arrival=True``, with an
-    ``arrival`` column and rows shuffled so that only that column gives the order.
+    ``arrival`` column and rows shuffled so that only that column gives the order (``shuffled=False``:
+    left in arrival order, which the binder then finds needs no numbering).
 
     For ``Shape.EDGE`` items (``sq.StartEdge``, ``sq.EndEdge``, ``sq.Cti``) an ``edge`` column follows
     the payload: ``"START"`` (with a null ``end``) or ``"END"``, null on CTI rows. ``first_arrival``:
@@ -43,7 +45,7 @@ def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Seque
             rows.append((to_micros(item.start), to_micros(item.end), "INSERT", position) + values + ("END",))
         else:
             rows.append((to_micros(item.start), to_micros(item.end), "INSERT", position) + values)
-    if arrival:
+    if arrival and shuffled:
         random.Random(seed).shuffle(rows)
     rdd = spark.sparkContext.parallelize(rows, max(1, partitions))
     return spark.createDataFrame(rdd, T.StructType(fields))

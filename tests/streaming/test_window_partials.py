@@ -51,7 +51,7 @@ def chains(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
     return q
 
 
-@settings(SPARK_EXAMPLES, max_examples=8 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
 @given(data=st.data())
 def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: SparkSession, data: st.DataObject) -> None:
     source = sq.input("in", P, sq.Shape.POINT)

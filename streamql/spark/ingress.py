@@ -208,7 +208,7 @@ def _in_arrival_order(rows: DataFrame, payload: list[str]) -> DataFrame:
     partitioning would not guarantee. No step gathers the input in one partition.
     """
     arrival = F.col(ARRIVAL)
-    key = F.unix_micros(arrival) if isinstance(rows.schema[ARRIVAL].dataType, T.TimestampType) else arrival
+    key = _arrival_key(rows)
     units = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
     probabilities = [i / units for i in range(1, units)]
     bounds = sorted(set(rows.select(key.cast("double").alias("k")).approxQuantile("k", probabilities, 0.001)))
@@ -263,6 +263,9 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("arrival_last", T.LongType()),
 ])
 
+#: the summary row's fields that ``scan.Summary`` holds (the row also carries the arrival facts)
+_SUMMARY_FIELDS = [f.name for f in attrs.fields(scan.Summary) if f.name != "tail_max"]
+
 _SIMULATION_SCHEMA = T.StructType([
     T.StructField("record", T.IntegerType()),  # 0: the state after the partition, 1: a decision, 2: a CTI step
     T.StructField("seq", T.LongType()), T.StructField("action", T.IntegerType()),
@@ -287,13 +290,22 @@ _SIMULATION_ARROW = pa.schema([
 ])
 
 
+def _table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """One Spark partition's rows as one table (None when it has none)."""
+    collected = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(collected) if collected else None
+
+
 def _units(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows]]:
     """The rows of one Spark partition split into scan units (contiguous, in arrival order)."""
-    collected = [b for b in batches if b.num_rows]
-    if not collected:
-        return
+    table = _table(batches)
+    if table is not None:
+        yield from _units_of(table)
+
+
+def _units_of(table: pa.Table) -> Iterator[tuple[int, scan.Rows]]:
     partition = TaskContext.get().partitionId()  # type: ignore[union-attr]
-    rows = scan.rows_of(pa.Table.from_batches(collected), partition)
+    rows = scan.rows_of(table, partition)
     units = rows.seqs >> PARTITION_BITS
     cuts = np.flatnonzero(np.diff(units)) + 1
     for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(units)]])):
@@ -302,24 +314,17 @@ def _units(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows]]
 
 def _summarize_units(settings: scan.ScanSettings) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _table(batches)
+        if table is None:
+            return
+        # the arrival values come along only in partition order, where the partition is one unit
+        arrivals = table.column("arrival") if "arrival" in table.schema.names else None
         summaries = [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals)}
-                     for unit, rows, arrivals in _units_with_arrivals(batches)]
+                     for unit, rows in _units_of(table)]
         if summaries:
             yield pa.RecordBatch.from_pylist([{**s, "tail_max": list(s["tail_max"])} for s in summaries],
                                              schema=_SUMMARY_ARROW)
     return run
-
-
-def _units_with_arrivals(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows, pa.ChunkedArray | None]]:
-    """``_units``, with the ``arrival`` values where the rows carry them (they do only in
-    partition order, where a partition is one unit)."""
-    collected = [b for b in batches if b.num_rows]
-    if not collected:
-        return
-    table = pa.Table.from_batches(collected)
-    arrivals = table.column("arrival") if "arrival" in table.schema.names else None
-    for unit, rows in _units(iter(collected)):
-        yield unit, rows, arrivals
 
 
 def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
@@ -420,8 +425,7 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings,
         unit = s["unit"]
         if exact:
             walk.states[unit] = state
-        summary = scan.Summary(**{k: v for k, v in s.items() if not k.startswith("arrival_") and k != "tail_max"},
-                               tail_max=tuple(s["tail_max"] or ()))
+        summary = scan.Summary(**{k: s[k] for k in _SUMMARY_FIELDS}, tail_max=tuple(s["tail_max"] or ()))
         after = scan.clean_transfer(summary, state, settings)
         if after is None:
             done = simulations.get((unit, state))

@@ -13,6 +13,8 @@ set in one partition. What an event needs from a later one then travels by numbe
 - ``length_batch``: batch ``k`` holds the events numbered ``k*n .. k*n+n-1``. Every event goes to its
   batch, and the last event of each batch also sends a notice to the batch before it: one shuffle
   by (group, batch) gives a batch its size, last start and heads, and the next batch's last start.
+  A streaming run that dropped the first events of a group (``streamql.spark.retention``) numbers
+  the rest from the group's *offset*, the count it dropped mod ``n`` (``batch_offsets``).
 
 An end at exactly the CTI is stable when as many events with stable heads start at or before it
 as the order needs to reach the event making the end (``reference.esper._reached``): per event,
@@ -25,7 +27,11 @@ whether the stable heads after it at its start outnumber or equal the unstable o
 """
 from __future__ import annotations
 
-from typing import Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import reduce
+from types import MappingProxyType
+from typing import Iterator, Mapping
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -42,6 +48,54 @@ HEADS = "_sq_heads"
 _UNTIL, _UNTIL_HEADS = "_sq_until", "_sq_until_heads"
 #: notices: whether a row is one, the number it meets its receiver under, what it carries
 _IS_NOTICE, _MEET, _SENT = "_sq_is_notice", "_sq_meet", "_sq_sent"
+#: a length batch's offset of a group: how many of the group's first source events a streaming run
+#: dropped, mod ``n``
+DROPPED = "_sq_dropped"
+#: the offsets of the length batches whose dropped events a streaming run counts (``batch_offsets``)
+_OFFSETS: ContextVar[Mapping[esper.LengthBatch, DataFrame | None]] = ContextVar(
+    "streamql_batch_offsets", default=MappingProxyType({}))
+
+
+@contextmanager
+def batch_offsets(offsets: Mapping[esper.LengthBatch, DataFrame | None]) -> Iterator[None]:
+    """Within it, every ``length_batch`` node in ``offsets`` numbers each group's events from the
+    group's offset: a frame of the source's key columns and ``DROPPED`` (a group missing from it,
+    or ``None`` for the frame, counts from 0). A streaming run's step compiles its plan and
+    computes its retention floors in it; ``counts_dropped`` tells the retention rule which nodes
+    it may drop the first events of.
+
+    >>> with batch_offsets({node: offsets}):  # doctest: +SKIP
+    ...     flow = compile_node(query, env)
+    """
+    token = _OFFSETS.set(MappingProxyType(dict(offsets)))
+    try:
+        yield
+    finally:
+        _OFFSETS.reset(token)
+
+
+def counts_dropped(node: esper.LengthBatch) -> bool:
+    """Whether the run counts the events dropped from ``node``'s source (``batch_offsets``)."""
+    return node in _OFFSETS.get()
+
+
+def offsets_of(node: esper.LengthBatch) -> DataFrame | None:
+    """``node``'s offsets (``batch_offsets``), None where it has none."""
+    return _OFFSETS.get().get(node)
+
+
+def with_offset(rows: DataFrame, keys: tuple[str, ...], offsets: DataFrame | None) -> DataFrame:
+    """``rows`` with their group's offset (``DROPPED``, 0 for a group without one) beside them: a
+    broadcast join by the keys (null is a group), or for an ungrouped stream its one value."""
+    if offsets is None:
+        return rows.withColumn(DROPPED, F.lit(0).cast("long"))
+    if not keys:
+        only = offsets.first()  # one row at most
+        return rows.withColumn(DROPPED, F.lit(0 if only is None else int(only[DROPPED])).cast("long"))
+    renamed = offsets.select(*[F.col(k).alias(f"_sq_o_{k}") for k in keys], DROPPED)
+    same = reduce(Column.__and__, [F.col(k).eqNullSafe(F.col(f"_sq_o_{k}")) for k in keys])
+    joined = rows.join(F.broadcast(renamed), same, "left").drop(*[f"_sq_o_{k}" for k in keys])
+    return joined.withColumn(DROPPED, F.coalesce(F.col(DROPPED), F.lit(0)).cast("long"))
 
 
 def ranked(source: Flow, fields: list[str]) -> tuple[DataFrame, list[Column]]:
@@ -134,6 +188,10 @@ def _length_batch(node: esper.LengthBatch, env: Mapping[str, Flow]) -> Flow:
     source = compile_node(node.source, env)
     keys, fields, n = source.keys, _fields(node), node.n
     events, _ = ranked(source, fields)
+    if counts_dropped(node):
+        # a streaming run dropped the first events of each group: the others keep their numbers
+        events = with_offset(events, keys, offsets_of(node))
+        events = events.withColumn(ORDINAL, F.col(ORDINAL) + F.col(DROPPED)).drop(DROPPED)
     batch = F.expr(f"{ORDINAL} div {n}")
     is_last = F.col(ORDINAL) % F.lit(n) == F.lit(n - 1)
     # the last event of batch k + 1 exists only when that batch is full: its notice ends batch k

@@ -40,7 +40,8 @@ from streamql.spark.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress import Binding, Ingress
 from streamql.spark.operators import Flow, compile_node, input_flow
 from streamql.spark.release import release
-from streamql.spark.retention import Floor, floors
+from streamql.spark.esper import batch_offsets
+from streamql.spark.retention import Floor, counted_batches, floors, offsets_after
 from streamql.spark.hopping import WINDOW, formed_windows, window_members
 from streamql.spark.incremental_windows import PARTIALS, incremental_window, merge_columns, result_columns, \
     row_partials
@@ -112,7 +113,8 @@ class Carried:
     events: Mapping[str, DataFrame] = attrs.field(eq=False)
     pending: Mapping[str, DataFrame] = attrs.field(eq=False)
     released: Mapping[str, DataFrame] = attrs.field(eq=False)
-    #: an operator's own state (``streamql.spark.incremental_windows``: the open windows' partials)
+    #: an operator's own state (``streamql.spark.incremental_windows``: the open windows' partials;
+    #: ``streamql.spark.retention.offsets_after``: a length batch's offsets)
     partials: Mapping[str, DataFrame] = attrs.field(eq=False, factory=dict)
 
     def frames(self) -> dict[str, DataFrame]:
@@ -368,7 +370,12 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
             return Carried(new_state, {}, pending, {}, {PARTIALS: partials})
 
         return _window_step(plan, window, carried.partials.get(PARTIALS), flows, input_rows, persisted, carry_window)
-    output = compile_node(plan.query, flows)
+    # the length batches whose first events per group earlier steps dropped number the rest from
+    # the count dropped (their offsets, carried with the state)
+    counted = counted_batches(plan.query)
+    offsets = {node: carried.partials.get(c.name) for node, c in counted.items()}
+    with batch_offsets(offsets):
+        output = compile_node(plan.query, flows)
     out = output.frame.persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(out)
     # what ends before the previous output floor may be wrong (its inputs are gone) and was released
@@ -396,7 +403,8 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         if out_floor is not None:
             lowest = out_floor if reaching is None else min(out_floor, int(reaching))
             keep_floor = lowest if keep_floor is None else max(keep_floor, lowest)
-        retention = floors(plan.query, out_floor, flows)
+        with batch_offsets(offsets):
+            retention, offsets_now = offsets_after(counted, floors(plan.query, out_floor, flows), flows, offsets)
         kept = dict(accepted)
         carried_inputs = dict(inputs)
         for name in read:
@@ -421,7 +429,8 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
             dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
             released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0),
             flushed=state.flushed or output.cti == INFINITY_MICROS, signature=plan.signature)
-        return Carried(new_state, kept, pending, released_sets)
+        own = {c.name: frame for node, c in counted.items() if (frame := offsets_now[node]) is not None}
+        return Carried(new_state, kept, pending, released_sets, own)
 
     return Step(released_now, input_rows, persisted, output.cti, candidates, releasing, carry)
 

@@ -94,7 +94,8 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
             # the next step reads these frames again: computed once here, not from the whole lineage
             carried = attrs.evolve(carried, events={n: df.localCheckpoint() for n, df in carried.events.items()},
                                    pending={n: df.localCheckpoint() for n, df in carried.pending.items()},
-                                   released={n: df.localCheckpoint() for n, df in carried.released.items()})
+                                   released={n: df.localCheckpoint() for n, df in carried.released.items()},
+                                   partials={n: df.localCheckpoint() for n, df in carried.partials.items()})
         outcome.unpersist()
         if sizes is not None:
             sizes.append(carried.rows())

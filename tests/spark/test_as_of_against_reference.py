@@ -156,7 +156,8 @@ def test_as_of_joins_and_signals_among_windows_and_groups_equal_reference(spark:
     elif kind == "signal then as_of":
         q = lq.as_of_join(rq.to_signal(lambda e: e.k % 2), on, pairs)
     else:
-        q = lq.as_of_join(rq, on, pairs, us(data.draw(st.integers(0, 10), label="within"))).to_signal(lambda e: e.k)
+        within = data.draw(st.one_of(st.none(), st.integers(0, 30)), label="within")
+        q = lq.as_of_join(rq, on, pairs, None if within is None else us(within)).to_signal(lambda e: e.k)
     if data.draw(st.booleans(), label="window after"):
         q = q.tumbling_window(us(10)).select(lambda w: P(w.count(), sq.coalesce(w.max(lambda e: e.v), -1), "t",
                                                           w.max(lambda e: e.o)))

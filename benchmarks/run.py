@@ -31,6 +31,14 @@ Rows (names for ``--only``, default all):
                    twice the events (near-linear scaling: about twice the time)
   alter-arrival    as alter, with an explicit arrival column (here in partition order); baseline: the
                    plain filter + projection
+  as-of            2 M trades x 2 M quotes (points) on 1,000 symbols, a quote 0.3 ms after each trade
+                   of its symbol: as_of_join on the symbol (each trade with the latest quote at or
+                   before it); baseline: the hand-written as-of join, one window over the union of
+                   both sides per symbol carrying the last quote (F.last ignoring nulls)
+  sessions         5 M clicks over 10,000 users (each click's user drawn by a hash): grouped
+                   session_window(3 min) count; baseline: Spark's session_window(ts, "3 minutes")
+                   grouping (its session ends at the last click + 3 min, streamql's a tick later: a
+                   click is a point [ts, ts + 1 us), so the baseline adds the tick)
   cached-sliding-avg, cached-hopping, cached-join
                    2 M readings / 2 M hits / 0.5 M x 0.5 M intervals cached in memory (and materialized
                    before timing) with an arrival column, as in a notebook reusing its input: where the
@@ -114,6 +122,17 @@ class Hit:
 @dataclass(frozen=True)
 class KeyCount:
     key: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Click:
+    user: str
+
+
+@dataclass(frozen=True)
+class UserSessions:
+    user: str
     count: int
 
 
@@ -205,6 +224,23 @@ def tiny_any_sides(spark: SparkSession) -> DataFrame:
     return sides(spark, 300, 2, keys=1, spacing=1_000, duration=1_500, offset=500)
 
 
+def clicks(spark: SparkSession, n: int, partitions: int, *, keys: int = 10_000, spacing: int = 10_000) -> DataFrame:
+    """``n`` clicks generated in Spark, one every ``spacing`` microseconds (10 ms: 5 M clicks span
+    ~14 hours), out of order as in ``spread_points``; each click's user (``u0`` ...) drawn by a hash
+    of its number, so that a user's clicks come at irregular times (every ``keys * spacing`` on
+    average: 100 s) and form sessions of a few clicks with a gap of 3 minutes."""
+    ids = spark.range(0, n, 1, partitions)
+    start = F.col("id") * spacing - (F.col("id") % 7) * 100
+    start = F.when(F.col("id") % 10 == 9, start - spacing).otherwise(start)
+    user = F.pmod(F.xxhash64(F.col("id")), F.lit(keys))
+    return ids.select(start.alias("ts"), F.concat(F.lit("u"), user.cast("string")).alias("user"))
+
+
+def tiny_clicks(spark: SparkSession) -> DataFrame:
+    """300 clicks of 5 users, one every 20 s: a user clicks every 100 s on average."""
+    return clicks(spark, 300, 2, keys=5, spacing=20_000_000)
+
+
 def meters(spark: SparkSession, n: int, partitions: int) -> DataFrame:
     return spread_points(spark, n, partitions, key="meter")
 
@@ -275,6 +311,17 @@ def hopping_count_query() -> Query:
     return inp, q
 
 
+SESSION_GAP = "3 minutes"
+
+
+def sessions_query() -> Query:
+    inp = sq.input("clicks", Click)
+    q = (inp.group_by(lambda e: e.user)
+         .session_window(timedelta(minutes=3))
+         .select(lambda w: UserSessions(w.key, w.count())))
+    return inp, q
+
+
 def join_query(on_key: bool) -> Callable[[], Query]:
     def query() -> Query:
         left = sq.input("left", Left, shape=sq.Shape.INTERVAL)
@@ -338,6 +385,16 @@ def hopping_baseline(source: DataFrame) -> DataFrame:
     return counted.select(F.col("w.start").alias("start"), F.col("w.end").alias("end"), "key", "count")
 
 
+def sessions_baseline(source: DataFrame) -> DataFrame:
+    # Spark's session window of a click at ts is [ts, ts + gap], merged with the next when that
+    # starts at or before its end: streamql's rule for a point [ts, ts + 1 us) and the same gap,
+    # whose session ends one microsecond later
+    window = F.session_window(F.timestamp_micros(F.col("ts")), SESSION_GAP)
+    counted = source.groupBy(window.alias("w"), F.col("user")).agg(F.count(F.lit(1)).alias("count"))
+    return counted.select(F.col("w.start").alias("start"),
+                          F.timestamp_micros(F.unix_micros(F.col("w.end")) + 1).alias("end"), "user", "count")
+
+
 def _join_sides(source: DataFrame) -> tuple[DataFrame, DataFrame]:
     left = source.filter(F.col("side") == 0).select(F.col("ts").alias("ls"), F.col("te").alias("le"), "key",
                                                     F.col("v").alias("a"))
@@ -372,6 +429,34 @@ def join_any_baseline(source: DataFrame) -> DataFrame:
     kept = joined.filter((F.col("ls") < F.col("re")) & (F.col("rs") < F.col("le"))
                          & (F.col("ls_bucket") == F.floor(F.greatest("ls", "rs") / BUCKET)))
     return _pairs(kept)
+
+
+def as_of_sides(spark: SparkSession, n: int, partitions: int) -> DataFrame:
+    """Trades (``side`` 0) and quotes (1) as points, one of each per millisecond over 1,000 symbols:
+    a symbol trades every second and is quoted 0.3 ms after each of its trades."""
+    return sides(spark, n, partitions, keys=1_000, spacing=1_000, duration=1, offset=300)
+
+
+def tiny_as_of_sides(spark: SparkSession) -> DataFrame:
+    return sides(spark, 300, 2, keys=7, spacing=1_000_000, duration=1, offset=300_000)
+
+
+def as_of_query() -> Query:
+    trades = sq.input("left", Left, shape=sq.Shape.INTERVAL)
+    quotes = sq.input("right", Right, shape=sq.Shape.INTERVAL)
+    return trades, trades.as_of_join(quotes, lambda t, q: t.key == q.key, lambda t, q: Pair(t.key, t.a, q.b))
+
+
+def as_of_baseline(source: DataFrame) -> DataFrame:
+    """The expert's as-of join: both sides in one frame, a window per key in time order (quotes
+    before trades at one instant) carrying the last quote to every trade."""
+    rows = source.select("side", "ts", "te", "key", "v")
+    upto = Window.partitionBy("key").orderBy("ts", F.col("side").desc()).rowsBetween(Window.unboundedPreceding,
+                                                                                      Window.currentRow)
+    last = F.last(F.when(F.col("side") == 1, F.col("v")), ignorenulls=True).over(upto)
+    trades = rows.select("*", last.alias("b")).filter((F.col("side") == 0) & F.col("b").isNotNull())
+    return trades.select(F.timestamp_micros(F.col("ts")).alias("start"), F.timestamp_micros(F.col("te")).alias("end"),
+                         "key", F.col("v").alias("a"), "b")
 
 
 # --- rows -----------------------------------------------------------------------------------
@@ -419,6 +504,8 @@ CASES = [
          tiny_keyed_sides, bind=bind_sides),
     Case("join-any", "{events} x {events} intervals: join on=None (baseline: 1 ms buckets)", 200_000, any_sides,
          join_query(False), flushing, join_any_baseline, Pair, tiny_any_sides, bind=bind_sides, scaling=True),
+    Case("sessions", "{events} clicks, 10,000 users: grouped session_window(3 min) count (baseline: Spark's "
+         "session_window)", 5_000_000, clicks, sessions_query, flushing, sessions_baseline, Click, tiny_clicks),
     Case("alter-arrival", "  as alter, with an explicit arrival column (in partition order; baseline: filter + "
          "projection)", 10_000_000, lambda spark, n, p: readings(spark, n, p, None), alter_query, dropping,
          alter_baseline, Reading, arrival=True),
@@ -431,6 +518,9 @@ CASES = [
     Case("cached-join", "{events} x {events} intervals cached, arrival column, 10,000 keys: equi-join "
          "(baseline: key join + overlap filter)", 500_000, keyed_sides, join_query(True), flushing, join_baseline,
          Pair, tiny_keyed_sides, bind=bind_sides, arrival=True, cached=True),
+    Case("as-of", "{events} x {events} points, 1,000 symbols: as_of_join (baseline: window over the union of "
+         "both sides)", 2_000_000, as_of_sides, as_of_query, flushing, as_of_baseline, Pair, tiny_as_of_sides,
+         bind=bind_sides),
 ]
 
 

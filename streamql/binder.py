@@ -24,6 +24,7 @@ from streamql.spark.scanning import scan_input, scan_order
 from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
+from streamql.spark import as_of as _as_of  # noqa: F401 - registers as_of_join and to_signal
 from streamql.spark.operators import Flow, compile_node, input_flow
 from streamql.spark.phases import phase
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options

@@ -18,7 +18,7 @@ from functools import singledispatch
 from typing import Mapping
 
 from streamql.expr.nodes import Literal
-from streamql.query import esper, joins, nodes, windows
+from streamql.query import as_of, esper, joins, nodes, windows
 from streamql.time import INFINITY_MICROS
 
 _INPUT_CTI = "the input CTI"
@@ -111,6 +111,9 @@ def _window(node: windows.WindowAggregate) -> str:
     elif isinstance(spec, windows.HoppingWindow):
         call = (f"tumbling_window({_micros(spec.size)})" if spec.size == spec.hop
                 else f"hopping_window({_micros(spec.size)}, {_micros(spec.hop)})")
+    elif isinstance(spec, windows.SessionWindow):
+        limit = "" if spec.max_duration is None else f", max_duration={_micros(spec.max_duration)}"
+        call = f"session_window({_micros(spec.gap)}{limit})"
     else:
         assert isinstance(spec, windows.CountWindow)
         call = f"count_window({spec.n})"
@@ -150,6 +153,17 @@ def _union(node: joins.Union) -> str:
 
 
 @describe.register
+def _as_of_join(node: as_of.AsOfJoin) -> str:
+    within = "" if node.within is None else f", within={_micros(node.within)}"
+    return f"as_of_join(on={node.on.show()}, select={node.projection.show()}{within})"
+
+
+@describe.register
+def _to_signal(node: as_of.ToSignal) -> str:
+    return f"to_signal({node.key.show()})"
+
+
+@describe.register
 def _keep_last(node: esper.KeepLast) -> str:
     return f"keep_last({node.n})"
 
@@ -181,5 +195,7 @@ def cti_rule(node: nodes.Node) -> str:
     if isinstance(node, windows.WindowAggregate) and not isinstance(node.window, windows.SnapshotWindow):
         if isinstance(node.window, windows.CountWindow):
             return "the first start of the earliest count window not yet stable, or the input CTI if earlier"
+        if isinstance(node.window, windows.SessionWindow):
+            return "the start of the earliest session not yet stable, or the input CTI if earlier"
         return "the start of the earliest window not yet stable, or the input CTI if earlier"
     return _INPUT_CTI

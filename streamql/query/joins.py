@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import attrs
 
-from streamql.expr.nodes import Expr
+from streamql.expr.nodes import Binary as BinaryExpr
+from streamql.expr.nodes import Expr, Param
 from streamql.payload import PayloadSchema
 from streamql.query.nodes import Node
 from streamql.time import INFINITY_MICROS
@@ -32,6 +33,52 @@ def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | N
         return cti
     known = [c for c in finite_ctis if c is not None]
     return min(known) if known else None
+
+
+def params_read(expr: Expr) -> set[int]:
+    """The lambda parameters an expression reads (0: the left payload, 1: the right payload)."""
+    if isinstance(expr, Param):
+        return {expr.index}
+    found: set[int] = set()
+    for value in attrs.astuple(expr, recurse=False):
+        children = value if isinstance(value, tuple) else (value,)
+        for child in children:
+            if isinstance(child, Expr):
+                found |= params_read(child)
+    return found
+
+
+def conjuncts(expr: Expr) -> list[Expr]:
+    """The operands of a predicate's top-level ``&``s (the predicate itself if it has none)."""
+    if isinstance(expr, BinaryExpr) and expr.op == "&":
+        return conjuncts(expr.left) + conjuncts(expr.right)
+    return [expr]
+
+
+def equality_key(conjunct: Expr) -> tuple[Expr, Expr] | None:
+    """``(a, b)`` if ``conjunct`` is ``a == b`` (either way round) with ``a`` reading only the
+    left payload and ``b`` only the right one: an equi-join key. None otherwise."""
+    if not (isinstance(conjunct, BinaryExpr) and conjunct.op == "=="):
+        return None
+    reads = params_read(conjunct.left), params_read(conjunct.right)
+    if reads == ({0}, {1}):
+        return conjunct.left, conjunct.right
+    if reads == ({1}, {0}):
+        return conjunct.right, conjunct.left
+    return None
+
+
+def equality_keys(on: Expr | None) -> list[tuple[Expr, Expr]]:
+    """The pairs ``(a, b)`` of the conjuncts ``a == b`` of ``on`` (either way round) where ``a``
+    reads only the left payload and ``b`` only the right one: equi-join keys. Pairs for which
+    ``on`` holds have equal, non-null keys.
+
+    >>> equality_keys(trace(lambda l, r: (l.k == r.k) & (l.v > r.o), ...))  # doctest: +SKIP
+    [(l.k, r.k)]
+    """
+    if on is None:
+        return []
+    return [key for c in conjuncts(on) if (key := equality_key(c)) is not None]
 
 
 @attrs.frozen(cache_hash=True)

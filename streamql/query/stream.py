@@ -166,6 +166,18 @@ class Stream(Generic[T]):
 
         return Windowed(self, count_spec(n))
 
+    def session_window(self, gap: timedelta, max_duration: timedelta | None = None) -> Windowed[T]:
+        """Sessions: the events whose lifetimes, each extended by ``gap``, overlap (touching ones do
+        not) form one window over ``[first start, greatest end + gap)``; with ``max_duration`` each
+        session is cut into consecutive pieces of that length from its first start, each a window
+        of the events that start in it.
+
+        >>> clicks.session_window(timedelta(minutes=30)).select(lambda w: Visit(w.count()))  # doctest: +SKIP
+        """
+        from streamql.query.windowed import Windowed, session_spec
+
+        return Windowed(self, session_spec(gap, max_duration))
+
     def group_by(self, key: Callable[[T], K]) -> Grouped[K, T]:
         """Groups the stream by ``key``; a window after it applies per group and sees ``w.key``.
 
@@ -294,6 +306,48 @@ class Stream(Generic[T]):
         >>> withdrawals.length_batch(5)  # doctest: +SKIP
         """
         return Stream(esper.LengthBatch(self._node, _check_count("length_batch", n)))
+
+    # --- as-of joins and signals --------------------------------------------------------
+    def as_of_join(self, other: Stream[U], on: Callable[[T, U], bool], select: Callable[[T, U], Payload],
+                   within: timedelta | None = None) -> Stream[Payload]:
+        """Joins each event with the ``other`` events for which ``on`` holds that have the latest
+        start at or before its start (all of them when several share that start), at most
+        ``within`` before it; the result has this event's lifetime, and an event with no such
+        partner gives nothing. ``on`` needs at least one equality of a field of each side.
+
+        >>> trades.as_of_join(quotes, lambda t, q: t.symbol == q.symbol,
+        ...                   lambda t, q: Priced(t.symbol, t.size, q.bid),
+        ...                   within=timedelta(seconds=5))  # doctest: +SKIP
+        """
+        from streamql.query.as_of import AsOfJoin
+
+        _check_stream("as_of_join", other)
+        if on is None or not callable(on):
+            raise ExpressionError(f"as_of_join needs a predicate of both events with an equality key "
+                                  f"(e.g. lambda l, r: l.key == r.key), got {on!r}")
+        limit = None
+        if within is not None:
+            _check_timedelta("as_of_join", "within", within)
+            if within < timedelta(0):
+                raise ExpressionError(f"as_of_join needs a within of zero or more, got {within}")
+            limit = duration_micros(within)
+        schemas = [self._node.schema, other.node.schema]
+        predicate = trace_typed(on, schemas, "as_of_join on", Kind.BOOL)
+        projection = trace(select, schemas, "as_of_join select")
+        if projection.type.kind is not Kind.STRUCT:
+            raise ExpressionError(f"as_of_join select must build a payload instance (a dataclass or attrs class), "
+                                  f"got {projection.type} ({projection.show()})")
+        return Stream(AsOfJoin(self._node, other.node, predicate, projection, limit))
+
+    def to_signal(self, key: Callable[[T], K]) -> Stream[T]:
+        """Each event lasts from its start until the next later start of an event with the same
+        ``key`` (``INFINITY`` until there is one): a value that holds until it is replaced.
+
+        >>> quotes.to_signal(lambda q: q.symbol)  # doctest: +SKIP
+        """
+        from streamql.query.as_of import ToSignal
+
+        return Stream(ToSignal(self._node, trace(key, [self._node.schema], "to_signal")))
 
 
 def _check_stream(op: str, other: object) -> None:

@@ -19,8 +19,9 @@ from streamql.expr.typing_rules import ORDERED
 from streamql.payload import Kind, PayloadSchema, ValueType
 from streamql.query.aggregates import UserAggregate, result_value_type
 from streamql.query.stream import Payload, Stream
-from streamql.query.windows import CountWindow, HoppingWindow, SnapshotWindow, WindowAggregate, WindowSpec
-from streamql.time import duration_micros
+from streamql.query.windows import CountWindow, HoppingWindow, SessionWindow, SnapshotWindow, WindowAggregate, \
+    WindowSpec
+from streamql.time import TICK, duration_micros
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -176,6 +177,15 @@ class Grouped(Generic[K, T]):
         """Windows of ``n`` consecutive distinct start times per group."""
         return self._windowed(count_spec(n))
 
+    def session_window(self, gap: timedelta, max_duration: timedelta | None = None) -> GroupedWindowed[K, T]:
+        """Sessions per group: the group's events whose lifetimes, each extended by ``gap``, overlap;
+        with ``max_duration``, each session cut into pieces of that length from its first start.
+
+        >>> clicks.group_by(lambda e: e.user).session_window(timedelta(minutes=30)).select(
+        ...     lambda w: Visit(w.key, w.count()))  # doctest: +SKIP
+        """
+        return self._windowed(session_spec(gap, max_duration))
+
 
 class GroupedWindowed(Generic[K, T]):
     """Windows per group; ``select`` sees the group's key as ``w.key``."""
@@ -208,3 +218,18 @@ def count_spec(n: object) -> CountWindow:
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         raise ExpressionError(f"count_window needs a positive int, got {n!r}")
     return CountWindow(n)
+
+
+def session_spec(gap: object, max_duration: object = None) -> SessionWindow:
+    """Validated session window parameters: a positive ``timedelta`` gap and an optional positive
+    ``timedelta`` maximum duration (in whole microseconds)."""
+    return SessionWindow(_positive_duration("gap", gap),
+                         None if max_duration is None else _positive_duration("max_duration", max_duration))
+
+
+def _positive_duration(name: str, value: object) -> int:
+    if not isinstance(value, timedelta):
+        raise ExpressionError(f"session_window: {name} must be a timedelta, got {value!r}")
+    if value < TICK:
+        raise ExpressionError(f"session_window: {name} must be positive (at least one tick, {TICK}), got {value}")
+    return duration_micros(value)

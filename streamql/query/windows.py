@@ -3,7 +3,8 @@
 
 Times are microseconds. Hopping and tumbling windows are ``[k*hop, k*hop + size)`` for every
 integer ``k`` (aligned to the Unix epoch); a tumbling window is a hopping window with
-``hop == size``.
+``hop == size``. Session windows are formed by the data: events whose lifetimes, each extended by
+the gap, overlap.
 """
 from __future__ import annotations
 
@@ -81,6 +82,34 @@ class CountWindow(WindowSpec):
 
 
 @attrs.frozen(cache_hash=True)
+class SessionWindow(WindowSpec):
+    """Sessions: each event's lifetime ``[s, e)`` extended to ``[s, e + gap)``; a session is a maximal
+    set of events whose extended lifetimes overlap (touching ones do not merge), with the lifetime
+    ``[first start, greatest e + gap)``. With ``max_duration`` a session is cut into consecutive
+    pieces of ``max_duration`` from its first start, each a window of the events starting in it,
+    with the piece's lifetime (the last piece's end clipped to the session's end)."""
+
+    gap: int
+    max_duration: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.gap <= 0:
+            raise ValueError(f"session windows need a positive gap, got {self.gap} µs")
+        if self.max_duration is not None and self.max_duration <= 0:
+            raise ValueError(f"session windows need a positive max_duration, got {self.max_duration} µs")
+
+    def __str__(self) -> str:
+        if self.max_duration is None:
+            return f"session({self.gap}µs)"
+        return f"session({self.gap}µs, max {self.max_duration}µs)"
+
+    @property
+    def cti_depends_on_data(self) -> bool:
+        # the earliest session that is not yet stable starts at a start time of the data
+        return True
+
+
+@attrs.frozen(cache_hash=True)
 class WindowAggregate(Unary):
     """A window operator with its ``select``: one output event per non-empty window (per group
     when ``key`` is given), its payload ``projection`` built from ``Aggregate`` leaves and,
@@ -107,7 +136,10 @@ class WindowAggregate(Unary):
 
     @property
     def may_be_open(self) -> bool:
-        # a snapshot interval ends where an input event ends; other windows end with the window
+        # a snapshot interval ends where an input event ends; a session where an extended one does (and
+        # the gap can carry a late finite end to INFINITY); other windows end with the window
+        if isinstance(self.window, SessionWindow):
+            return True
         return isinstance(self.window, SnapshotWindow) and self.source.may_be_open
 
 

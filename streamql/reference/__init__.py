@@ -19,6 +19,7 @@ from streamql.reference.inputs import ReferenceInput, ingest
 from streamql.reference import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.reference import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.reference import joins as _joins  # noqa: F401 - registers the multi-stream operators
+from streamql.reference import as_of as _as_of  # noqa: F401 - registers as_of_join and to_signal
 from streamql.reference.operators import Ev, events_of, input_flow
 from streamql.time import INFINITY_MICROS, from_micros, shift
 

@@ -113,6 +113,52 @@ def count_window_cti(spec: windows.CountWindow, starts: list[int], cti: int | No
     return cti
 
 
+def sessions(spec: windows.SessionWindow, events: list[Ev], ctis: tuple[int | None, ...]
+             ) -> tuple[list[Formed], tuple[int | None, ...]]:
+    """The sessions of one group (cut into pieces with ``max_duration``), and the group's output
+    CTI at every step.
+
+    Taken in start order, an event joins the current session when it starts before the greatest
+    extended end ``e + gap`` of the session's events so far (its extended lifetime then overlaps
+    that event's); otherwise it starts a new session. A session is stable once the CTI reaches
+    its end: a later event starts at or after the CTI, and touching does not merge. As for count
+    windows, the CTIs of earlier steps are computed from the final events (``session_cti``)."""
+    cti = ctis[-1] if ctis else None
+    found: list[tuple[int, int, list[Ev]]] = []  # (start, end, members) per session
+    for e in sorted(events, key=lambda e: e.start):
+        extended = shift(e.end, spec.gap)
+        if found and e.start < found[-1][1]:
+            start, end, members = found[-1]
+            found[-1] = (start, max(end, extended), members + [e])
+        else:
+            found.append((e.start, extended, [e]))
+    formed = []
+    for start, end, members in found:
+        stable = cti is not None and (cti == INFINITY_MICROS or end <= cti)
+        if spec.max_duration is None:
+            formed.append(Formed(start, end, members, stable, stable))
+            continue
+        pieces: dict[int, list[Ev]] = {}
+        for e in members:
+            pieces.setdefault((e.start - start) // spec.max_duration, []).append(e)
+        for k in sorted(pieces):
+            piece_start = start + k * spec.max_duration
+            # the last piece ends with its session (Trill's session windows do the same)
+            piece_end = min(shift(piece_start, spec.max_duration), end)
+            formed.append(Formed(piece_start, piece_end, [_clip(e, piece_start, piece_end) for e in pieces[k]],
+                                 stable, stable))
+    bounds = [(start, end) for start, end, _ in found]
+    return formed, tuple(session_cti(bounds, c) for c in ctis)
+
+
+def session_cti(bounds: list[tuple[int, int]], cti: int | None) -> int | None:
+    """The start of the earliest session (``(start, end)`` in ``bounds``) that is not yet stable —
+    the CTI has not reached its end — or the CTI if that is earlier (INFINITY stays INFINITY)."""
+    if cti is None or cti == INFINITY_MICROS:
+        return cti
+    return min([cti] + [start for start, end in bounds if end > cti])
+
+
 def aggregate(agg: Aggregate, members: list[Ev]) -> Any:
     """The value of one aggregate over a window's members (nulls skipped; null when all are)."""
     if agg.fn == "count":
@@ -183,6 +229,9 @@ def _window_flow(node: windows.WindowAggregate, source: Flow) -> Flow:
             formed = snapshot(group, cti)
         elif isinstance(spec, windows.HoppingWindow):
             formed = hopping(spec, group, cti, horizon)
+        elif isinstance(spec, windows.SessionWindow):
+            formed, group_ctis = sessions(spec, group, source.ctis)
+            output_ctis = _least_steps(output_ctis, group_ctis)
         else:
             assert isinstance(spec, windows.CountWindow)
             formed, group_ctis = counted(spec, group, source.ctis)

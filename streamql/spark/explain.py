@@ -50,6 +50,8 @@ def short_name(node: nodes.Node) -> str:
         spec = node.window
         if isinstance(spec, windows.HoppingWindow):
             return "tumbling_window" if spec.size == spec.hop else "hopping_window"
+        if isinstance(spec, windows.SessionWindow):
+            return "session_window"
         return "snapshot_window" if isinstance(spec, windows.SnapshotWindow) else "count_window"
     return describe(node).split("(")[0].split(" ")[0]
 

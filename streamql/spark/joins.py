@@ -57,9 +57,9 @@ import attrs
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from streamql.expr.nodes import Binary as BinaryExpr
-from streamql.expr.nodes import Expr, Param
+from streamql.expr.nodes import Expr
 from streamql.query import joins
+from streamql.query.joins import equality_keys as equality_keys  # re-exported: the pairs meet on them
 from streamql.query.nodes import Node
 from streamql.spark.columns import FLOOR
 from streamql.spark.expressions import compile_expr, construct_columns
@@ -93,49 +93,6 @@ def _right_key(i: int) -> str:
 
 def _right_group(i: int) -> str:
     return f"_sq_right_group{i}"
-
-
-# --- equality keys of a predicate ------------------------------------------------------------
-
-def _params_read(expr: Expr) -> set[int]:
-    """The lambda parameters an expression reads (0: left payload, 1: right payload)."""
-    if isinstance(expr, Param):
-        return {expr.index}
-    found: set[int] = set()
-    for value in attrs.astuple(expr, recurse=False):
-        children = value if isinstance(value, tuple) else (value,)
-        for child in children:
-            if isinstance(child, Expr):
-                found |= _params_read(child)
-    return found
-
-
-def _conjuncts(expr: Expr) -> list[Expr]:
-    if isinstance(expr, BinaryExpr) and expr.op == "&":
-        return _conjuncts(expr.left) + _conjuncts(expr.right)
-    return [expr]
-
-
-def equality_keys(on: Expr | None) -> list[tuple[Expr, Expr]]:
-    """The pairs ``(a, b)`` of the conjuncts ``a == b`` of ``on`` (either way round) where ``a``
-    reads only the left payload and ``b`` only the right one: equi-join keys. Pairs for which
-    ``on`` holds have equal, non-null keys.
-
-    >>> equality_keys(trace(lambda l, r: (l.k == r.k) & (l.v > r.o), ...))  # doctest: +SKIP
-    [(l.k, r.k)]
-    """
-    if on is None:
-        return []
-    keys = []
-    for c in _conjuncts(on):
-        if not (isinstance(c, BinaryExpr) and c.op == "=="):
-            continue
-        reads = _params_read(c.left), _params_read(c.right)
-        if reads == ({0}, {1}):
-            keys.append((c.left, c.right))
-        elif reads == ({1}, {0}):
-            keys.append((c.right, c.left))
-    return keys
 
 
 def _reads_left(index: int, name: str) -> Column:

@@ -20,9 +20,27 @@ wrong event ends before it":
   ``f - 2*size``;
 - snapshot windows: the greatest endpoint before ``f`` in each group (the start of the snapshot
   interval that reaches ``f``), least over the groups — read from the data;
+- session windows: the start of the earliest session (over the groups) that ends at or after ``f``
+  (``f`` if none does), moved back by the gap — read from the data. Every session that ends at or
+  after ``f`` is kept whole; an event that ends before that start minus the gap reaches no kept
+  session, so neither its absence nor a wrong event there can join or split one;
 - ``anti_join``/``clip``: the left input ``f``; the right input the least start of the left
   events that end at or after ``f`` (those events' outputs depend on every right event during
   their lifetimes) — read from the data;
+- ``as_of_join``: the left input ``f``; the right input, with ``s`` the least of ``f`` and the
+  starts of the left events that end at or after ``f`` (every left event that matters starts at or
+  after ``s``), per key the latest start at or before ``s`` (the partners of those left events start
+  there or later), least over the keys — or ``s - within`` when that is greater — read from the
+  data. With a condition of both payloads in ``on`` only ``s - within`` bounds it (the latest
+  *matching* event may be older), and without ``within`` the right input is kept whole;
+- ``to_signal``: per key, the last start before ``f`` (an event ends at the next start of its
+  key: the last one before ``f`` and all after are needed), least over the keys — read from the
+  data;
+- both look back arbitrarily far: an event computed wrongly from partial input (a window over
+  dropped events, say) could be taken as a partner or make an end, even long after it ended. So
+  their rules apply only to sources whose events are an input's events through ``where``,
+  ``select``, ``alter_duration``, ``alter_lifetime`` and ``to_point`` (dropping input events
+  only removes their own events, never changes another); any other source is kept whole;
 - ``group_apply``: the sub-query's rule, with the group's stream as its input;
 - count windows: per group, the ``n - 1``-th greatest distinct start before ``f - 1`` (a window
   ending at or after ``f`` has its last start there or later, and holds the ``n - 1`` distinct
@@ -62,11 +80,13 @@ from pyspark.sql import functions as F
 
 from streamql.events import Shape
 from streamql.expr.nodes import Literal
-from streamql.query import esper, joins, nodes, windows
+from streamql.query import as_of, esper, joins, nodes, windows
+from streamql.spark.as_of import keyed, split_on
 from streamql.spark.columns import END, START
 from streamql.spark.esper import DROPPED, counts_dropped, offsets_of, with_offset
 from streamql.spark.expressions import compile_expr
 from streamql.spark.operators import GROUP, Flow, by_name, compile_node, duration_column
+from streamql.spark.session_window import EXTENDED, SESSION, session_rows
 from streamql.spark.windows import grouped_flow, key_name
 from streamql.time import INFINITY_MICROS, MIN_MICROS, duration_micros
 
@@ -179,6 +199,8 @@ def _window(node: windows.WindowAggregate, floor: Floor, env: Mapping[str, Flow]
         return floors(node.source, _back(floor, spec.size), env)
     source = compile_node(node.source, env)
     keys = _window_keys(node, source)
+    if isinstance(spec, windows.SessionWindow):
+        return floors(node.source, _session_floor(spec, source, keys, floor), env)
     if isinstance(spec, windows.CountWindow):
         # a count window ending at or after the floor has its last start at or after floor - 1; it
         # holds that start and the n - 1 distinct starts of its group before it
@@ -200,6 +222,18 @@ def _window(node: windows.WindowAggregate, floor: Floor, env: Mapping[str, Flow]
     least = per_group.agg(F.min("_sq_endpoint")).first()
     # no group has an endpoint before the floor: nothing before it matters
     return floors(node.source, floor if least is None or least[0] is None else int(least[0]), env)
+
+
+def _session_floor(spec: windows.SessionWindow, source: Flow, keys: list[Column], floor: int) -> int:
+    """The input floor of a session window whose output must be exact from ``floor`` on: the start
+    of the earliest session that ends at or after it, over the groups of ``keys`` (``floor`` where
+    none does), less the gap."""
+    frame = source.frame.select(*keys, START, END)
+    groups = tuple(frame.columns[:-2])
+    ends = session_rows(frame, groups, spec.gap).groupBy(*groups, SESSION).agg(F.max(EXTENDED).alias("_sq_until"))
+    least = ends.filter(F.col("_sq_until") >= F.lit(floor)).agg(F.min(SESSION)).first()
+    start = floor if least is None or least[0] is None else min(floor, int(least[0]))
+    return max(MIN_MICROS, start - spec.gap)
 
 
 @floors.register
@@ -225,6 +259,45 @@ def _cut_by_right(node: joins.Binary, floor: Floor, env: Mapping[str, Flow]) -> 
     least = left.frame.filter(F.col(END) >= F.lit(floor)).agg(F.min(START)).first()
     right_floor = floor if least is None or least[0] is None else min(floor, int(least[0]))
     return merge(floors(node.left, floor, env), floors(node.right, right_floor, env))
+
+
+def _exact_or_missing(node: nodes.Node) -> bool:
+    """Whether ``node``'s events over kept inputs are exact or missing, never wrong: an input's
+    events through operators that map each event by itself."""
+    while isinstance(node, (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.AlterLifetime, nodes.ToPoint)):
+        node = node.source
+    return isinstance(node, nodes.Input)
+
+
+@floors.register
+def _as_of_join(node: as_of.AsOfJoin, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
+    if floor is None or not _exact_or_missing(node.right):
+        return merge(floors(node.left, floor, env), floors(node.right, None, env))
+    left = compile_node(node.left, env)
+    least = left.frame.filter(F.col(END) >= F.lit(floor)).agg(F.min(START)).first()
+    reach = floor if least is None or least[0] is None else min(floor, int(least[0]))
+    bounds: list[int] = []
+    if node.within is not None:
+        bounds.append(max(MIN_MICROS, reach - node.within))
+    if not split_on(node.on)[3]:
+        # per key, the latest start at or before the reach (right events failing their own
+        # conditions are never partners)
+        right, keys = keyed(node, compile_node(node.right, env), 1)
+        latest = (right.filter(F.col(START) <= F.lit(reach)).groupBy(*keys)
+                  .agg(F.max(START).alias("_sq_latest")).agg(F.min("_sq_latest")).first())
+        bounds.append(reach if latest is None or latest[0] is None else min(reach, int(latest[0])))
+    right_floor = max(bounds) if bounds else None
+    return merge(floors(node.left, floor, env), floors(node.right, right_floor, env))
+
+
+@floors.register
+def _to_signal(node: as_of.ToSignal, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
+    if floor is None or not _exact_or_missing(node.source):
+        return floors(node.source, None, env)
+    source = compile_node(node.source, env)
+    keys = [F.col(k) for k in source.keys] + [compile_expr(node.key, by_name).alias("_sq_signal_key")]
+    earliest = _last_before(source.frame, keys, F.col(START), floor, 1)
+    return floors(node.source, floor if earliest is None else min(floor, earliest), env)
 
 
 @floors.register

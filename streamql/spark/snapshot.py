@@ -143,9 +143,9 @@ def snapshot_over_ranges(frame: DataFrame, aggregates: Sequence[Aggregate], cti:
     borders = sorted(set(borders))
     part = F.col(PART)
     low, high = _range_low(part, borders), _range_high(part, borders)
-    events = frame.select(*_event_columns(aggregates), _range_of(F.col(START), borders).alias(_FIRST_RANGE),
+    events = frame.select(*_event_columns(aggregates), range_of(F.col(START), borders).alias(_FIRST_RANGE),
                           # the range of the event's last instant: an end on a border is in the range before it
-                          _range_of(F.col(END) - F.lit(1), borders).alias(_LAST_RANGE))
+                          range_of(F.col(END) - F.lit(1), borders).alias(_LAST_RANGE))
     spread = events.select("*", F.explode(F.sequence(F.col(_FIRST_RANGE), F.col(_LAST_RANGE))).alias(PART))
     own_start, own_end = part == F.col(_FIRST_RANGE), part == F.col(_LAST_RANGE)
     pieces = spread.select(
@@ -160,7 +160,7 @@ def snapshot_over_ranges(frame: DataFrame, aggregates: Sequence[Aggregate], cti:
 
 # --- ranges of the timeline --------------------------------------------------------------------
 
-def _range_of(t: Column, borders: Sequence[int]) -> Column:
+def range_of(t: Column, borders: Sequence[int]) -> Column:
     """The index of the range holding ``t`` — how many borders are ``<= t`` — as a binary search
     of nested CASEs over the literal borders: O(log) comparisons per row."""
     def search(low: int, high: int) -> Column:  # the index lies in [low, high]

@@ -1,9 +1,9 @@
 """Windows, grouped windows and ``group_apply`` on Spark.
 
 A window operator computes its key column (grouped windows), each aggregate's argument per event,
-then forms its windows with one of ``snapshot``, ``hopping`` or ``count_window`` — each returns one
-row per non-empty window with the lifetime, stability flags, keys and one column per aggregate —
-and finally builds the payload from those columns.
+then forms its windows with one of ``snapshot``, ``hopping``, ``count_window`` or
+``session_window`` — each returns one row per non-empty window with the lifetime, stability flags,
+keys and one column per aggregate — and finally builds the payload from those columns.
 
 ``group_apply`` adds its key as a column that every operator of the sub-query carries and that
 every window partitions by: the sub-query runs once over all groups, not once per group.
@@ -23,6 +23,7 @@ from streamql.spark.expressions import compile_expr, construct_columns
 from streamql.spark.hopping import hopping_windows
 from streamql.spark.ingress import CLOSED, END, HEAD, START
 from streamql.spark.operators import GROUP, LIFETIME, Flow, by_name, compile_node, no_floor
+from streamql.spark.session_window import session_windows
 from streamql.spark.snapshot import snapshot_windows
 from streamql.time import INFINITY_MICROS
 
@@ -83,6 +84,8 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
                   if may_be_open and cti == INFINITY_MICROS else None)
         formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, may_be_open, latest)
         cti, finite = spec.output_cti(cti), spec.output_cti(finite)
+    elif isinstance(spec, windows.SessionWindow):
+        formed, cti, finite = session_windows(spec, frame, keys, aggregates, cti, finite)
     else:
         assert isinstance(spec, windows.CountWindow)
         formed, cti = count_windows(spec, frame, keys, aggregates, cti)

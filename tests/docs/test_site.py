@@ -26,7 +26,8 @@ DOCS = ROOT / "docs"
 PNG = b"\x89PNG\r\n\x1a\n"
 #: the pages of the operators: each opens with what the operator does, a picture and a short example
 OPERATOR_PAGES = ["windows.md", "snapshot-windows.md", "hopping-windows.md", "tumbling-windows.md",
-                  "count-windows.md", "grouping.md", "user-aggregates.md", "joins.md", "union.md",
+                  "count-windows.md", "session-windows.md", "grouping.md", "user-aggregates.md",
+                  "joins.md", "as-of-joins.md", "union.md",
                   "esper-windows.md", "edges.md", "expressions.md"]
 #: one highlighted python block: its code, made of Pygments' token spans
 PYTHON_BLOCK = re.compile(r'<div class="language-python highlight"><pre><span></span><code>(.*?)</code></pre></div>', re.S)

@@ -32,7 +32,8 @@ ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >
 def unary(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
     """One operator of one input that keeps the payload type ``P``."""
     kind = draw(st.sampled_from(["pipeline", "snapshot", "grouped snapshot", "hopping", "tumbling", "count",
-                                 "group_apply", "keep_last", "length_batch", "time_batch"]))
+                                 "group_apply", "keep_last", "length_batch", "time_batch", "session",
+                                 "grouped session", "to_signal"]))
     grouped = q.group_by(lambda e: e.k % 3)
     if kind == "pipeline":
         return build(q, draw(pipelines()))
@@ -51,6 +52,15 @@ def unary(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
         inner = us(draw(st.integers(1, 20)))
         return q.group_apply(lambda e: e.k % 2, lambda s: s.alter_duration(inner).snapshot_window().select(
             lambda w: P(0, w.count(), "a", w.min(lambda e: e.v))), lambda key, p: P(key, p.v, p.s, p.o))
+    if kind == "session":
+        longest = draw(st.one_of(st.none(), st.integers(1, 8)))
+        return q.session_window(us(draw(st.integers(1, 6))), None if longest is None else us(longest)).select(
+            lambda w: P(0, w.count(), "s", w.max(lambda e: e.v)))
+    if kind == "grouped session":
+        return grouped.session_window(us(draw(st.integers(1, 6)))).select(
+            lambda w: P(w.key, w.count(), "gs", w.sum(lambda e: e.o)))
+    if kind == "to_signal":
+        return q.to_signal(lambda e: e.k % 2)
     if kind == "keep_last":
         return q.keep_last(draw(st.integers(1, 3)))
     if kind == "length_batch":
@@ -66,7 +76,7 @@ def queries(draw: st.DrawFn, sources: list[sq.Stream[P]], depth: int = 2) -> sq.
         q = draw(st.sampled_from(sources))
     else:
         left, right = draw(queries(sources, depth - 1)), draw(queries(sources, depth - 1))
-        op = draw(st.sampled_from(["join", "anti_join", "clip", "union"]))
+        op = draw(st.sampled_from(["join", "anti_join", "clip", "union", "as_of_join"]))
         on = ONS[draw(st.integers(0, len(ONS) - 1))]
         if op == "join":
             q = left.join(right, on, lambda l, r: P(l.k, r.v, l.s, r.o))
@@ -74,6 +84,12 @@ def queries(draw: st.DrawFn, sources: list[sq.Stream[P]], depth: int = 2) -> sq.
             q = left.anti_join(right, on)
         elif op == "clip":
             q = left.clip(right, on or (lambda l, r: l.v >= 0))
+        elif op == "as_of_join":
+            # an as-of join needs an equality key: the predicates of ONS that have one
+            within = draw(st.one_of(st.none(), st.integers(0, 6)))
+            keyed = ONS[draw(st.integers(1, 2))]
+            assert keyed is not None
+            q = left.as_of_join(right, keyed, lambda l, r: P(l.k, r.v, l.s, r.o), None if within is None else us(within))
         else:
             q = left.union(right)
     for _ in range(draw(st.integers(0, 2))):

@@ -52,6 +52,10 @@ BOUNDED: dict[str, Query] = {
     "count window": lambda: LEFT.group_by(lambda e: e.k % 3).count_window(3).select(lambda w: counts(w.key, w)),
     "count window over intervals": lambda: lasting(LEFT).count_window(2).select(lambda w: counts(0, w)),
     "keep_last": lambda: LEFT.keep_last(2),
+    # a group's points are 20 us apart and reach 23 us with a gap of 22: sessions of a few points (cut in
+    # pieces of 30 us), ended where a point is left out
+    "session window": lambda: LEFT.where(lambda e: e.v % 4 != 0).group_by(lambda e: e.k % 2)
+    .session_window(us(22), us(30)).select(lambda w: counts(w.key, w)),
     "alter_duration(expression)": lambda: LEFT.alter_duration(lambda e: us(4) * (e.v % 7) + us(2)),
     "alter_duration(expression) then snapshot": lambda: LEFT.alter_duration(lambda e: us(3) * (e.k % 5) + us(1))
     .group_by(lambda e: e.k % 3).snapshot_window().select(lambda w: counts(w.key, w)),
@@ -62,6 +66,13 @@ BOUNDED: dict[str, Query] = {
     # three groups, 90 us against 100 us micro-batches, the state swings with a period of nine)
     "length_batch per group": lambda: LEFT.group_apply(lambda e: e.k % 2, lambda s: s.length_batch(3),
                                                         lambda key, e: P(key, e.v, e.s, e.o)),
+    # the right side keeps, per key, the latest event before the left events that matter
+    "as_of_join": lambda: LEFT.as_of_join(RIGHT, lambda l, r: l.k % 3 == r.k % 3,
+                                          lambda l, r: P(l.k, l.v + r.v, l.s, r.o)),
+    # a condition of both sides: only within bounds the right side
+    "as_of_join within": lambda: LEFT.as_of_join(RIGHT, lambda l, r: (l.k % 3 == r.k % 3) & (l.v >= r.v - 5),
+                                                 lambda l, r: P(l.k, l.v + r.v, l.s, r.o), us(40)),
+    "to_signal": lambda: LEFT.to_signal(lambda e: e.k % 3),
 }
 
 

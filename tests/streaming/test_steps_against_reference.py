@@ -155,3 +155,34 @@ def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data:
         q = q.group_by(lambda e: e.k % 2).snapshot_window().select(lambda w: P(w.key, w.count(), "x", w.max(lambda e: e.o)))
     check_one_input(spark, data, source, sq.Shape.EDGE, items, q, "drop", arrival=data.draw(st.booleans(), label="arrival"))
 
+
+AS_OF_ONS = [lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (r.o != 3),
+             lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
+
+
+@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@given(data=st.data())
+def test_as_of_joins_and_signals_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    """The retention floors of ``as_of_join`` (the right side keeps the latest event per key) and
+    ``to_signal`` (the last start per key) keep what later micro-batches need."""
+    lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
+    left, right = sq.input("left", P, lshape), sq.input("right", P, sq.Shape.POINT)
+    # at least a few events each: most examples release something
+    litems = data.draw(crowded_inputs(lshape).filter(lambda i: len(i) >= 3), label="left items")
+    ritems = data.draw(crowded_inputs(sq.Shape.POINT).filter(lambda i: len(i) >= 3), label="right items")
+    lq = build(left, data.draw(pipelines(), label="left pipeline"))
+    op = data.draw(st.sampled_from(["as_of_join", "to_signal", "as_of_join of a signal"]), label="operator")
+    if op == "to_signal":
+        q: sq.Stream[Any] = lq.to_signal(lambda e: e.k % 3)
+    else:
+        within = data.draw(st.one_of(st.none(), st.integers(0, 8)), label="within")
+        rq = right.to_signal(lambda e: e.k) if op == "as_of_join of a signal" else right
+        q = lq.as_of_join(rq, AS_OF_ONS[data.draw(st.integers(0, len(AS_OF_ONS) - 1), label="on")],
+                          lambda l, r: P(l.k, r.v, l.s, r.o), None if within is None else us(within))
+    lset, rset = data.draw(flushing(), label="left settings"), data.draw(flushing(), label="right settings")
+    sides = {"left": StreamInput(left, P, lshape, litems, lset),
+             "right": StreamInput(right, P, sq.Shape.POINT, ritems, rset)}
+    if op == "to_signal":
+        del sides["right"]
+    check(spark, q, sides, data.draw(cuts(max(len(s.items) for s in sides.values())), label="cuts"),
+          data.draw(st.sampled_from(list(sq.Shape)), label="output"))

@@ -1,0 +1,110 @@
+"""Property tests for session windows on Spark: random inputs (points, intervals, events that never
+end), advance-time settings, pipelines before the window, gaps and maximum durations; ungrouped,
+grouped (by a nullable key too), inside ``group_apply`` (and grouped there: two key columns); every
+aggregate (a user-defined one over clipped lifetimes too) and every output shape give identical
+Results on Spark and in the reference evaluator (the specification). Ungrouped windows over many
+ranges of the timeline, where sessions cross range borders, are in test_session_windows_on_spark.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Optional
+
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+
+import streamql as sq
+from support.frames import bind, frame
+from support.streams import SCALE, SPARK_EXAMPLES, P, advance_settings, build, inputs, pipelines, us
+
+
+@dataclass(frozen=True)
+class Visit:
+    key: int
+    n: int
+    total: Optional[int]
+    mean: Optional[float]
+    low: Optional[int]
+    high: Optional[str]
+
+
+@dataclass(frozen=True)
+class Spent:
+    n: int
+    weighted: Optional[float]
+
+
+class TimeWeighted(sq.UserAggregate[Optional[int], tuple[int, int], Optional[float]]):
+    """Sum of value × clipped duration over total clipped duration (values skipped when null)."""
+
+    result_type = Optional[float]
+
+    def zero(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def add(self, acc: tuple[int, int], value: Optional[int], start: datetime, end: datetime) -> tuple[int, int]:
+        micros = (end - start) // sq.TICK
+        return acc if value is None else (acc[0] + value * micros, acc[1] + micros)
+
+    def result(self, acc: tuple[int, int]) -> Optional[float]:
+        return None if acc[1] == 0 else acc[0] / acc[1]
+
+
+SELECTS: list[Callable[[sq.Window[P]], Any]] = [
+    lambda w: Visit(0, w.count(), w.sum(lambda e: e.v), w.avg(lambda e: e.o), w.min(lambda e: e.o),
+                    w.max(lambda e: e.s)),
+    lambda w: Spent(w.count(), w.aggregate(TimeWeighted(), lambda e: e.o)),
+    lambda w: Spent(3, None),  # no aggregate: one event per session all the same
+]
+KEYED: list[Callable[[sq.GroupWindow[int, P]], Any]] = [
+    lambda w: Visit(w.key, w.count(), w.sum(lambda e: e.o), w.avg(lambda e: e.v), w.max(lambda e: e.v),
+                    w.min(lambda e: e.s)),
+    lambda w: Visit(w.key, w.key * 2, None, None, None, None),  # the key only
+]
+
+
+@st.composite
+def session_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
+    q = build(source, draw(pipelines(), label="pipeline"))
+    gap = us(draw(st.integers(1, 25), label="gap"))
+    longest = draw(st.one_of(st.none(), st.integers(1, 40)), label="max_duration")
+    max_duration = None if longest is None else us(longest)
+    style = draw(st.sampled_from(["window", "grouped", "nullable key", "group_apply", "grouped in group_apply"]),
+                 label="style")
+    if style == "grouped":
+        keyed = KEYED[draw(st.integers(0, len(KEYED) - 1), label="select")]
+        return q.group_by(lambda e: e.k % 3).session_window(gap, max_duration).select(keyed)
+    if style == "nullable key":  # null is a group of its own
+        return q.group_by(lambda e: e.o).session_window(gap, max_duration).select(
+            lambda w: Visit(sq.coalesce(w.key, -1), w.count(), w.sum(lambda e: e.v), None, None, None))
+    if style == "grouped in group_apply":  # two key columns
+        return q.group_apply(lambda e: e.k % 2, lambda s: s.group_by(lambda e: e.v % 2).session_window(
+            gap, max_duration).select(KEYED[0]), lambda key, a: Visit(key * 10 + a.key, a.n, a.total, None, None, a.high))
+    select = SELECTS[draw(st.integers(0, len(SELECTS) - 1), label="select")]
+    if style == "window":
+        return q.session_window(gap, max_duration).select(select)
+    return q.group_apply(lambda e: e.k % 2, lambda s: s.session_window(gap, max_duration).select(SELECTS[1]),
+                         lambda key, a: Visit(key, a.n, None, a.weighted, None, None))
+
+
+def check(spark: SparkSession, data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(inputs(shape, open_ends=True), label="items")
+    at = data.draw(advance_settings(), label="settings")
+    source = sq.input("in", P, shape)
+    q = data.draw(session_queries(source), label="query")
+    note(f"query tree: {q.node!r}")
+    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    partitions = data.draw(st.integers(1, 3), label="partitions")
+    expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
+    event(f"released {'some' if expected.events or expected.edges else 'none'}")
+    df = frame(spark, P, shape, items, partitions=partitions)
+    actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
+    assert actual == expected
+
+
+@settings(SPARK_EXAMPLES, max_examples=10 * SCALE)
+@given(data=st.data())
+def test_session_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    check(spark, data)

@@ -8,7 +8,7 @@ from streamql import plot, reference, timeline
 from streamql.advance_time import AdvanceTimeGeneration, AdvanceTimeImport, AdvanceTimePolicy, AdvanceTimeSettings
 from streamql.binder import Binder
 from streamql.errors import BadInputError, BindingError, ExpressionError, SchemaError, StreamqlError
-from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, Result, Shape, StartEdge
+from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, Late, Result, Shape, StartEdge
 from streamql.expr.trace import coalesce, greatest, if_, is_in, is_null, least, length, not_
 from streamql.query.aggregates import UserAggregate
 from streamql.query.stream import Stream, input
@@ -21,7 +21,7 @@ __all__ = [
     "INFINITY", "TICK", "AdvanceTimeGeneration", "AdvanceTimeImport", "AdvanceTimePolicy",
     "AdvanceTimeSettings", "BadInputError", "Binder", "BindingError", "Cti", "Edge", "EdgeKind",
     "EndEdge", "Event", "ExpressionError", "GroupWindow", "Grouped", "GroupedWindowed", "Insert",
-    "Progress", "Result", "RunningQuery", "SchemaError", "Shape", "StartEdge", "Stream", "StreamqlError",
+    "Late", "Progress", "Result", "RunningQuery", "SchemaError", "Shape", "StartEdge", "Stream", "StreamqlError",
     "UserAggregate", "Window", "Windowed", "coalesce", "greatest", "if_", "input", "is_in", "is_null", "least",
     "length", "local_session", "not_", "plot", "reference", "timeline",
 ]

@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 from streamql.advance_time import AdvanceTimeSettings
 from streamql.errors import BindingError, StreamqlError
-from streamql.events import Edge, EdgeKind, Event, Result, Shape
-from streamql.payload import sort_key
+from streamql.events import Edge, EdgeKind, Event, Late, Result, Shape, late_order
+from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
 from streamql.spark.incremental import StateStore
@@ -27,6 +27,7 @@ from streamql.spark import windows as _windows  # noqa: F401 - registers the win
 from streamql.spark import as_of as _as_of  # noqa: F401 - registers as_of_join and to_signal
 from streamql.spark.operators import Flow, compile_node, input_flow
 from streamql.spark.phases import phase
+from streamql.spark.late import late_frame, late_records, written_columns
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.schema import collectable, payload_from_row
 from streamql.spark.sharing import TAG, compiled_together
@@ -54,6 +55,8 @@ class _Execution(Generic[T]):
     flows: Mapping[str, Flow] = attrs.field(eq=False)  # the scanned inputs
     #: run with others (``run_many``) as one query grouped by a tag: the flow of them all, and its tag
     tagged: tuple[Flow, int] | None = attrs.field(default=None, eq=False)
+    #: the late records of the inputs the query reads (``streamql.spark.late``), by input
+    late: Mapping[str, tuple[PayloadSchema, DataFrame]] = attrs.field(factory=dict, eq=False)
 
     def released(self, output: Shape) -> DataFrame:
         return release(self.events, self.cti, output, [f.name for f in self.node.schema.fields])
@@ -62,9 +65,19 @@ class _Execution(Generic[T]):
         for df in self.persisted:
             df.unpersist()
 
-    def result(self, events: list[Event[T]], edges: list[Edge[T]]) -> Result[T]:
+    def result(self, events: list[Event[T]], edges: list[Edge[T]], late: list[Late] | None = None) -> Result[T]:
         return Result(events=events, edges=edges, dropped=self.dropped, adjusted=self.adjusted,
-                      bad_rows=self.bad_rows, final_cti=None if self.cti is None else from_micros(self.cti))
+                      bad_rows=self.bad_rows, final_cti=None if self.cti is None else from_micros(self.cti),
+                      late=late or [])
+
+    def late_records(self) -> list[Late]:
+        """The late records of the inputs the query reads, collected (``run(q, late=True)``)."""
+        with phase("late records"):
+            records = [r for name, (schema, frame) in self.late.items() for r in late_records(name, schema, frame)]
+        return sorted(records, key=late_order)
+
+    def late_frame(self) -> DataFrame:
+        return late_frame(self.late)
 
 
 class Binder:
@@ -208,7 +221,7 @@ class Binder:
 
     def start(self, q: Stream[T], *, sink: str, checkpoint: str, format: str = "parquet",
               name: str | None = None, output: Shape = Shape.INTERVAL, trigger: str | None = None,
-              feed: bool = True) -> RunningQuery[T]:
+              feed: bool = True, late_sink: str | None = None) -> RunningQuery[T]:
         """Runs ``q`` on Structured Streaming over the streaming DataFrames bound to its inputs
         (static ones are read whole in the first micro-batch) and returns the running query.
 
@@ -217,7 +230,9 @@ class Binder:
         again with the same checkpoint continues where it stopped. ``trigger``: a processing-time
         interval such as ``"10 seconds"`` (default: as fast as data comes). ``feed=False`` skips
         writing the EDGE output that ``RunningQuery.as_stream`` reads. Inputs that ``as_stream``
-        returned are bound by themselves.
+        returned are bound by themselves. ``late_sink``: each micro-batch's late records (the rows
+        of ``late``, docs/late-events.md) go to ``<late_sink>/micro_batch=<id>`` in ``format``,
+        exactly once across restarts, like the output.
 
         >>> running = binding.start(averages, sink="/data/out", checkpoint="/data/ck")  # doctest: +SKIP
         """
@@ -225,7 +240,7 @@ class Binder:
 
         check_workers(self._spark)
         return start(self._spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
-                     output=output, trigger=trigger, feed=feed)
+                     output=output, trigger=trigger, feed=feed, late_sink=late_sink)
 
     def to_dataframe(self, q: Stream[T]) -> DataFrame:
         """The released events as a DataFrame: ``start``, ``end`` (UTC timestamps, ``9999-12-31
@@ -253,30 +268,73 @@ class Binder:
         finally:
             execution.unpersist()
 
-    def run(self, q: Stream[T], output: Shape = Shape.INTERVAL) -> Result[T]:
-        """Runs ``q`` and collects what it releases as ``output`` (INTERVAL, POINT or EDGE)."""
+    def run(self, q: Stream[T], output: Shape = Shape.INTERVAL, late: bool = False) -> Result[T]:
+        """Runs ``q`` and collects what it releases as ``output`` (INTERVAL, POINT or EDGE).
+
+        ``late``: also collect, as ``Result.late``, a ``sq.Late`` record of every row of the inputs
+        ``q`` reads that the violation policy dropped or moved, or ``bad_rows="drop"`` dropped
+        (docs/late-events.md)."""
         if not isinstance(output, Shape):
             raise BindingError(f"output must be a sq.Shape, got {output!r}")
+        if not isinstance(late, bool):
+            raise BindingError(f"late must be True or False, got {late!r}")
         execution = self._execute(q)
         try:
             with phase("collect"):
-                return _collected(execution, output)
+                result = _collected(execution, output)
+            return attrs.evolve(result, late=execution.late_records()) if late else result
         finally:
             execution.unpersist()
+
+    def late(self, q: Stream[Any]) -> DataFrame:
+        """One row per row of the inputs ``q`` reads that the violation policy dropped or moved, or
+        ``bad_rows="drop"`` dropped: ``input``, ``arrival`` (the arrival column as a long —
+        microseconds for a timestamp — else the row's position in storage order), ``action``
+        (``"dropped"``, ``"adjusted"``, ``"bad_row"``), ``kind`` (``"INSERT"``, ``"START"``,
+        ``"END"``), ``start``/``end`` as the row has them, ``cti`` (the CTI it violated),
+        ``new_start``/``new_end`` (after ADJUST), ``payload`` (a struct of the payload fields) and
+        ``reason`` (a bad row's). The input scans run now; the returned plan is lazy.
+
+        >>> binding.late(averages).filter("action = 'dropped'").show()  # doctest: +SKIP
+        """
+        read = self._check_query(q)
+        ingresses, _ = self._scan_inputs(read)
+        for ingress in ingresses.values():
+            for df in ingress.persisted:  # recomputed, identically, if the plan needs it again
+                df.unpersist()
+        frames = {}
+        for name in sorted(read):
+            records = ingresses[name].late
+            assert records is not None
+            frames[name] = (read[name].schema, records)
+        return late_frame(frames)
 
     def collect(self, q: Stream[T]) -> list[Event[T]]:
         """The released events of ``q`` (``run(q).events``)."""
         return self.run(q).events
 
-    def write(self, q: Stream[T], path: str, format: str = "parquet", mode: str = "errorifexists") -> Result[T]:
+    def write(self, q: Stream[T], path: str, format: str = "parquet", mode: str = "errorifexists",
+              late_path: str | None = None) -> Result[T]:
         """Writes the released events (as ``to_dataframe``) to ``path`` and returns the counts and
-        the final CTI; ``Result.events`` is empty because the events went to ``path``."""
+        the final CTI; ``Result.events`` is empty because the events went to ``path``.
+
+        ``late_path``: also write the rows of ``late(q)`` there, in ``format`` with ``mode`` (CSV
+        has no structs: its payload fields become columns ``payload_<field>``)."""
         options = writer_options(format, q.node.schema, "write")
+        if late_path is not None:
+            if not isinstance(late_path, str) or late_path.rstrip("/") == path.rstrip("/"):
+                raise BindingError(f"late_path must be a path other than the output's, got {late_path!r}")
+            if mode == "errorifexists" and StateStore(self._spark, ".").exists(late_path):
+                # before anything is written: a write refused halfway would leave the output alone
+                raise BindingError(f"late_path {late_path!r} already exists (mode='errorifexists')")
         execution = self._execute(q)
         try:
             out = _user_columns(execution.released(Shape.INTERVAL), q)
             with phase("write"):
                 out.write.mode(mode).format(format).options(**options).save(path)
+            if late_path is not None:
+                with phase("late records"):
+                    _write_late(execution.late_frame(), late_path, format, mode)
             return execution.result([], [])
         finally:
             execution.unpersist()
@@ -403,6 +461,12 @@ class Binder:
                           name=name)
 
 
+def _write_late(frame: DataFrame, path: str, format: str, mode: str) -> None:
+    """``Binder.late``'s rows written to ``path`` (CSV gets the payload's fields as columns)."""
+    written, options = written_columns(frame, format)
+    written.write.mode(mode).format(format).options(**options).save(path)
+
+
 def _user_columns(released: DataFrame, q: Stream[Any]) -> DataFrame:
     return user_columns(released, [f.name for f in q.node.schema.fields])
 
@@ -412,8 +476,14 @@ def _execution(q: Stream[T], read: Mapping[str, Input], ingresses: Mapping[str, 
     """``q`` compiled to ``output``, with the counts of the inputs it reads (not of those it only
     imports CTIs from)."""
     counted = [ingresses[name] for name in read]
+    late = {}
+    for name in sorted(read):
+        records = ingresses[name].late
+        assert records is not None  # a batch scan builds them
+        late[name] = (read[name].schema, records)
     return _Execution(q.node, output.frame, output.cti, sum(i.dropped for i in counted),
-                      sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted, flows)
+                      sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted, flows,
+                      late=late)
 
 
 def _collected(execution: _Execution[T], output: Shape) -> Result[T]:

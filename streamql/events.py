@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Generic, TypeVar, Union
+from typing import Any, Generic, TypeVar, Union
 
 import attrs
 
@@ -45,8 +45,38 @@ class Edge(Generic[T]):
 
 
 @attrs.frozen
+class Late:
+    """An input item the violation policy dropped or moved, or a bad row ``bad_rows="drop"`` dropped.
+
+    One record per counted item: ``Result.dropped``, ``adjusted`` and ``bad_rows`` equal the
+    numbers of records with those actions. An edge event has at most one record, for the last of
+    its edges the policy acted on (an end edge's record shows an adjusted start in ``new_start``);
+    an adjustment that leaves nothing of an event is one ``"dropped"`` record. See
+    docs/late-events.md.
+    """
+
+    input: str  #: the input's name
+    arrival: int | None  #: its arrival value (reference: list position; Spark: the arrival column, else the row's position)
+    action: str  #: ``"dropped"``, ``"adjusted"`` or ``"bad_row"``
+    kind: str  #: the input item: ``"INSERT"``, ``"START"`` or ``"END"``
+    start: datetime | None  #: as it arrived
+    end: datetime | None  #: as it arrived (None for a start edge)
+    cti: datetime | None  #: the CTI it violated (None for a bad row)
+    new_start: datetime | None  #: after ADJUST (None otherwise)
+    new_end: datetime | None  #: after ADJUST (None otherwise, and for a start edge: its end is not known)
+    payload: Any  #: the input's payload instance (None for a bad row without one)
+    reason: str | None  #: why a bad row is bad
+
+
+def late_order(record: Late) -> tuple[str, int]:
+    """``Result.late``'s order: by input, then arrival."""
+    return record.input, -1 if record.arrival is None else record.arrival
+
+
+@attrs.frozen
 class Result(Generic[T]):
-    """What a run released, with the counts of what the violation policy and ``bad_rows`` did."""
+    """What a run released, with the counts of what the violation policy and ``bad_rows`` did,
+    and (``run(..., late=True)``) the records of those items."""
 
     events: list[Event[T]]
     edges: list[Edge[T]]
@@ -54,6 +84,7 @@ class Result(Generic[T]):
     adjusted: int
     bad_rows: int
     final_cti: datetime | None
+    late: list[Late] = attrs.field(factory=list)
 
 
 # --- input items for the reference evaluator (arrival order = list order) ---------------

@@ -25,7 +25,7 @@ from typing import Any, Generic, Mapping, TypeVar
 
 import attrs
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.streaming.query import StreamingQuery
@@ -34,7 +34,9 @@ from streamql.errors import BindingError
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
-from streamql.spark.incremental import Carried, InputState, Plan, StateStore, Step, empty_carried, scan_new_rows, step
+from streamql.spark.incremental import (Carried, InputState, Plan, StateStore, Step, empty_carried, observed_metrics,
+                                       scan_new_rows, step)
+from streamql.spark.late import late_frame, written_columns
 from streamql.spark.ingress import Binding, Ingress
 from streamql.spark.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
 from streamql.spark.jobs import counting_jobs
@@ -108,7 +110,7 @@ class _Query:
     ``root``)."""
 
     def __init__(self, spark: SparkSession, name: str, plan: Plan, sink: str, root: str, format: str,
-                 options: Mapping[str, str], output: Shape, feed: bool) -> None:
+                 options: Mapping[str, str], output: Shape, feed: bool, late_sink: str | None = None) -> None:
         self.spark = spark
         self.name = name
         self.plan = plan
@@ -117,6 +119,7 @@ class _Query:
         self.options = options
         self.output = output
         self.feed = f"{root}/feed" if feed else None
+        self.late_sink = None if late_sink is None else late_sink.rstrip("/")
         self.store = StateStore(spark, root)
 
     def previous(self, batch: int, session: SparkSession) -> Carried:
@@ -178,10 +181,31 @@ class _Query:
                 self.store.publish(feed_columns(edges, cti, payload, batch, self.spark),
                                    f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging",
                                    keep=lambda: cti != carried.state.out_cti or observed.rows(Shape.EDGE) > 0)
+            if self.late_sink is not None:
+                self._publish_late(outcome, batch)
             committed, rows = self.store.commit(outcome.carry(observed))
         finally:
             outcome.unpersist()
         return committed, rows, outcome, observed.rows(self.output)
+
+
+    def _publish_late(self, outcome: Step, batch: int) -> None:
+        """The step's late records to ``<late_sink>/micro_batch=<id>`` (published only if there are
+        any; kept as it is when a repeated micro-batch finds it there)."""
+        assert self.late_sink is not None
+        frames = {name: (self.plan.bindings[name].node.schema, frame) for name, frame in sorted(outcome.late.items())}
+        if not frames:
+            return
+        rows, options = written_columns(late_frame(frames), self.format)
+        counted = Observation()
+        rows = rows.observe(counted, F.count(F.lit(1)).alias("rows"))
+
+        def any_rows() -> bool:
+            metrics = observed_metrics(counted)
+            return metrics is not None and int(metrics["rows"]) > 0
+
+        self.store.publish(rows, f"{self.late_sink}/{MICRO_BATCH}={batch}", self.format, f"{self.late_sink}/_staging",
+                           options, keep=any_rows)
 
 
 class _Runner:
@@ -455,7 +479,8 @@ _MANY = "queries.json"
 
 
 def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
-          format: str, name: str | None, output: Shape, trigger: str | None, feed: bool) -> RunningQuery[T]:
+          format: str, name: str | None, output: Shape, trigger: str | None, feed: bool,
+          late_sink: str | None = None) -> RunningQuery[T]:
     """``Binder.start``: the checks, the unioned source, the ``foreachBatch`` runner."""
     if not isinstance(q, Stream):
         raise BindingError(f"expected a query (sq.Stream), got {q!r}")
@@ -469,7 +494,9 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
     plan = Plan(q.node, chosen, shapes, static)
     query_name = name or f"streamql_{next(_NUMBERS)}"
     root = f"{checkpoint.rstrip('/')}/streamql"
-    query = _Query(spark, query_name, plan, sink, root, format, options, output, feed)
+    if late_sink is not None and (not isinstance(late_sink, str) or late_sink.rstrip("/") == sink.rstrip("/")):
+        raise BindingError(f"late_sink must be a path other than the sink's, got {late_sink!r}")
+    query = _Query(spark, query_name, plan, sink, root, format, options, output, feed, late_sink)
     if query.store.exists(f"{root}/{_MANY}"):
         raise BindingError(f"the checkpoint under {root} belongs to queries started with start_many: use a new "
                            "checkpoint")

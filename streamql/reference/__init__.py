@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping, TypeVar
 
 from streamql.errors import BindingError
-from streamql.events import Edge, EdgeKind, EndEdge, Event, Result, Shape, StartEdge
+from streamql.events import Edge, EdgeKind, EndEdge, Event, Result, Shape, StartEdge, late_order
 from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import inputs_of
 from streamql.query.stream import Stream
@@ -28,8 +28,12 @@ T = TypeVar("T")
 __all__ = ["ReferenceInput", "run"]
 
 
-def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape = Shape.INTERVAL) -> Result[T]:
-    """Evaluates ``q`` over ``inputs`` (keyed by input name) and applies the release rule."""
+def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape = Shape.INTERVAL,
+        late: bool = False) -> Result[T]:
+    """Evaluates ``q`` over ``inputs`` (keyed by input name) and applies the release rule.
+
+    ``late``: fill ``Result.late`` with a record of every item of the inputs ``q`` reads that the
+    violation policy dropped or moved, or ``bad_rows="drop"`` dropped (sorted by input and arrival)."""
     read = inputs_of(q.node)
     ingress = ingest(inputs, declared_inputs(q, inputs))
     output_flow = events_of(q.node, {name: input_flow(state) for name, state in ingress.items()})
@@ -46,6 +50,7 @@ def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape =
         adjusted=sum(s.adjusted for s in counted),
         bad_rows=sum(s.bad_rows for s in counted),
         final_cti=None if cti is None else from_micros(cti),
+        late=sorted((r for s in counted for r in s.late), key=late_order) if late else [],
     )
 
 

@@ -5,15 +5,16 @@ Written to be read against the design, one item at a time.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Generic, Literal, Mapping, Sequence, TypeVar
 
 import attrs
 
 from streamql.advance_time import AdvanceTimePolicy, AdvanceTimeSettings
 from streamql.errors import BadInputError, BindingError
-from streamql.events import Cti, EndEdge, Insert, InputItem, Shape, StartEdge
+from streamql.events import Cti, EndEdge, Insert, InputItem, Late, Shape, StartEdge
 from streamql.payload import PayloadSchema, check_instance
-from streamql.time import INFINITY_MICROS, TICK, duration_micros, shift, to_micros
+from streamql.time import INFINITY_MICROS, TICK, duration_micros, from_micros, shift, to_micros
 
 T = TypeVar("T")
 
@@ -38,6 +39,7 @@ class Lifetime:
     original_start: int
     closed: bool  # INSERTs, and edge events whose end edge was accepted
     adjusted: bool = False
+    record: Late | None = None  # the Late record of its adjustment
 
 
 @attrs.define
@@ -62,6 +64,9 @@ class IngressState:
     dropped: int = 0
     bad_rows: int = 0
     pending_ctis: list[int] = attrs.Factory(list)
+    #: one record per item counted in dropped, adjusted (per event) and bad_rows
+    late: list[Late] = attrs.Factory(list)
+    position: int = 0  # the arrival of the item being read
 
     @property
     def policy(self) -> AdvanceTimePolicy:
@@ -79,6 +84,7 @@ class IngressState:
     # --- one item ------------------------------------------------------------------------
     def arrive(self, position: int, item: InputItem[Any]) -> None:
         """Phase 1 of a position: an event is checked against the CTI current before it."""
+        self.position = position
         try:
             if isinstance(item, Cti):
                 self.pending_ctis.append(to_micros(item.time, "CTI time"))
@@ -94,6 +100,24 @@ class IngressState:
             if self.bad_rows_policy == "error":
                 raise BadInputError(f"input {self.name!r}, item {position}: {exc}") from None
             self.bad_rows += 1
+            self.late.append(self._record(item, "bad_row", None, reason=str(exc)))
+
+    def _record(self, item: Any, action: str, cti: int | None, new_start: int | None = None,
+                new_end: int | None = None, reason: str | None = None) -> Late:
+        """The Late record of ``item`` as it arrived (times that cannot be read are None)."""
+        kind = {StartEdge: "START", EndEdge: "END"}.get(type(item), "INSERT")
+
+        def time(name: str) -> datetime | None:
+            try:
+                return from_micros(to_micros(getattr(item, name), name))
+            except (AttributeError, TypeError, ValueError):
+                return None
+
+        return Late(self.name, self.position, action, kind, time("start"), None if kind == "START" else time("end"),
+                    None if cti is None else from_micros(cti),
+                    None if new_start is None else from_micros(new_start),
+                    None if new_end is None else from_micros(new_end),
+                    getattr(item, "payload", None), reason)
 
     def _times(self, item: Any, *names: str) -> list[int]:
         values = []
@@ -110,6 +134,7 @@ class IngressState:
     def _check_payload(self, payload: Any) -> None:
         if self.schema is not None:
             check_instance(self.schema, payload, f"input {self.name!r}")
+            _check_nulls(self.schema, payload, "")
 
     def _insert(self, item: Insert[Any]) -> None:
         if self.shape is Shape.EDGE:
@@ -120,7 +145,7 @@ class IngressState:
             raise BadInputError(f"end {end} is not after start {start}")
         if self.shape is Shape.POINT and end != shift(start, 1):
             raise BadInputError(f"a POINT input's event must end one tick ({TICK}) after its start")
-        self._accept_start(Lifetime(start, end, item.payload, start, closed=True))
+        self._accept_start(item, Lifetime(start, end, item.payload, start, closed=True))
 
     def _start_edge(self, item: StartEdge[Any]) -> None:
         if self.shape is not Shape.EDGE:
@@ -128,20 +153,24 @@ class IngressState:
         self._check_payload(item.payload)
         (start,) = self._times(item, "start")
         event = Lifetime(start, INFINITY_MICROS, item.payload, start, closed=False)
-        if self._accept_start(event):
+        if self._accept_start(item, event):
             self.open_edges.append(event)
         else:
             self.dropped_start_edges.append((start, item.payload))
 
-    def _accept_start(self, event: Lifetime) -> bool:
+    def _accept_start(self, item: Insert[Any] | StartEdge[Any], event: Lifetime) -> bool:
         """The violation check for a start; counts the event for CTI generation if accepted."""
         cti = self.cti
         if cti is not None and event.start < cti:
             if self.policy is AdvanceTimePolicy.ADJUST and event.end > cti:
                 event.start = cti
                 event.adjusted = True
+                open_edge = isinstance(item, StartEdge)
+                event.record = self._record(item, "adjusted", cti, cti, None if open_edge else event.end)
+                self.late.append(event.record)
             else:
                 self.dropped += 1
+                self.late.append(self._record(item, "dropped", cti))
                 return False
         self.events.append(event)
         self.max_start = event.start if self.max_start is None else max(self.max_start, event.start)
@@ -168,13 +197,22 @@ class IngressState:
             if self.policy is AdvanceTimePolicy.DROP:
                 # ignored: as if it never arrived, so a later end edge may still close the event
                 self.dropped += 1
+                self.late.append(self._record(item, "dropped", cti))
                 return
             end = cti
             match.adjusted = True
+            # one record per event: the end edge's replaces its start edge's
+            if match.record is not None:
+                self.late.remove(match.record)
+            match.record = self._record(item, "adjusted", cti, match.start, end)
+            self.late.append(match.record)
         self.open_edges.remove(match)
         if end <= match.start:  # an adjustment left nothing of it: removed, counted as dropped only
             self.events.remove(match)
             self.dropped += 1
+            assert match.record is not None and cti is not None
+            self.late.remove(match.record)
+            self.late.append(self._record(item, "dropped", cti))
             return
         match.end = end
         match.closed = True
@@ -211,6 +249,18 @@ class IngressState:
     def take_cti(self, cti: int | None) -> None:
         if cti is not None and (self.cti is None or cti > self.cti):
             self.cti = cti
+
+
+def _check_nulls(schema: PayloadSchema, payload: Any, prefix: str) -> None:
+    """A null in a field that is not Optional is bad input (DESIGN §3), as a null in such a column
+    is on Spark; nested payloads are checked where they are not null."""
+    for field in schema.fields:
+        value = getattr(payload, field.name)
+        path = f"{prefix}{field.name}"
+        if value is None and not field.type.nullable:
+            raise BadInputError(f"{path} is null but {schema.name}.{field.name} is not Optional")
+        if value is not None and field.type.schema is not None:
+            _check_nulls(field.type.schema, value, f"{path}.")
 
 
 def ingest(inputs: Mapping[str, ReferenceInput[Any]], declared: Mapping[str, tuple[PayloadSchema | None, Shape]]

@@ -207,7 +207,7 @@ def optimistic_transfer(summary: Summary, state: ScanState, settings: ScanSettin
 @attrs.define
 class Simulation:
     state: ScanState
-    decisions: list[tuple[int, int, int]]  # (seq, action, new time)
+    decisions: list[tuple[int, int, int]]  # (seq, action, new time; for DROP the CTI it violated)
     cti_changes: list[tuple[int, int]]  # (row index, CTI after that row)
     dropped: int
     adjusted: int
@@ -247,7 +247,7 @@ class _Scanner:
                     self.decisions.append((int(self.seqs[i]), ADJUST_END, cti))
                     self.adjusted += 1
                 else:
-                    self.decisions.append((int(self.seqs[i]), DROP, 0))
+                    self.decisions.append((int(self.seqs[i]), DROP, cti))
                     self.dropped += 1
             return
         start = int(self.starts[i])
@@ -258,7 +258,7 @@ class _Scanner:
                 self.decisions.append((int(self.seqs[i]), ADJUST_START, cti))
                 self.adjusted += 1
             else:
-                self.decisions.append((int(self.seqs[i]), DROP, 0))
+                self.decisions.append((int(self.seqs[i]), DROP, cti))
                 self.dropped += 1
                 return
         self.max_start = max(self.max_start, start)

@@ -13,5 +13,9 @@ FLOOR = "_sq_floor"
 #: what the arrival-order scan decided for a late row (``arrival_scan.DROP``, ``ADJUST_START``,
 #: ``ADJUST_END``; null: accepted unchanged) and the time it moved a start or end to
 ACTION, MOVED_TO = "_sq_action", "_sq_moved_to"
+#: a row's arrival as its late record shows it (``streamql.spark.late.arrival_of``), carried by
+#: the edge rows of an EDGE input until they are matched
+LATE_ARRIVAL = "_sq_l_arrival"
 
-__all__ = ["ACTION", "ARRIVAL", "BAD", "CLOSED", "END", "FLOOR", "HEAD", "KIND", "MOVED_TO", "SEQ", "START"]
+__all__ = ["ACTION", "ARRIVAL", "BAD", "CLOSED", "END", "FLOOR", "HEAD", "KIND", "LATE_ARRIVAL", "MOVED_TO", "SEQ",
+           "START"]

@@ -34,7 +34,7 @@ from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from streamql.spark import arrival_scan as scan
-from streamql.spark.columns import ACTION, CLOSED, END, HEAD, KIND, MOVED_TO, SEQ, START
+from streamql.spark.columns import ACTION, CLOSED, END, HEAD, KIND, LATE_ARRIVAL, MOVED_TO, SEQ, START
 from streamql.time import INFINITY_MICROS
 
 _OPENS, _DROPPED_START, _ENDS = "_sq_opens", "_sq_dropped_start", "_sq_ends"
@@ -178,9 +178,11 @@ def decide(rows: DataFrame, payload: Sequence[str], order: Sequence[str]) -> Dat
         F.when(F.col(_OPENS), F.col("_sq_opened"))
          .when(F.col(_CLOSES), F.col("_sq_ended") - F.col(_UNMATCHED)).alias(_PAIR))
     pair = Window.partitionBy(START, *payload, _PAIR)
+    # (with the end edge's arrival as its late record shows it, where the rows carry it)
     end_edge = F.max(F.when(F.col(_CLOSES), F.struct(
         F.col(END).alias("end"), F.col(ACTION).alias("action"), F.col(MOVED_TO).alias("moved_to"),
-        *[F.col(c).alias(f"order{i}") for i, c in enumerate(order)]))).over(pair)
+        *[F.col(c).alias(f"order{i}") for i, c in enumerate(order)],
+        *([F.col(LATE_ARRIVAL)] if LATE_ARRIVAL in rows.columns else [])))).over(pair)
     paired = classified.withColumn("_sq_end_edge", end_edge)
     start = F.when(action == scan.ADJUST_START, F.col(MOVED_TO)).otherwise(F.col(START))
     end_action = F.col("_sq_end_edge.action")

@@ -38,6 +38,7 @@ from streamql.spark import arrival_scan as scan
 from streamql.spark.columns import CLOSED, END, HEAD, SEQ, START
 from streamql.spark.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress import Binding, Ingress
+from streamql.spark.late import edge_rows
 from streamql.spark.operators import Flow, compile_node, input_flow
 from streamql.spark.release import release
 from streamql.spark.esper import batch_offsets
@@ -65,6 +66,8 @@ class InputState:
     floor: Floor = None
     #: a static (non-streaming) input is read whole in the run's first step
     fed: bool = False
+    #: the input's rows in the micro-batches so far (its late records number rows from it)
+    rows: int = 0
 
     @property
     def cti(self) -> int | None:
@@ -202,6 +205,9 @@ class Step:
     #: what a shape releases now from the candidates
     releasing: Callable[[Shape, DataFrame], DataFrame] = attrs.field(eq=False)
     make_carried: Callable[[Least, Mapping[Shape, int]], Carried] = attrs.field(eq=False)
+    #: per input the query reads, the late records of this step (``streamql.spark.late``): of the
+    #: micro-batch's rows, and of the edge events the step decides
+    late: Mapping[str, DataFrame] = attrs.field(eq=False, factory=dict)
 
     def observed(self) -> Observed:
         """The releases, each observed as it is written: write every one of them (the first
@@ -274,7 +280,8 @@ def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], 
     CTI makes it final; an end edge that DROP ignores counts in the micro-batch it arrives in."""
     rows = new.withColumn(BATCH, F.lit(batch).cast("long"))
     if carried is not None:
-        rows = carried.unionByName(rows)
+        # (a state written before late records were kept has no arrival column: null there)
+        rows = carried.unionByName(rows, allowMissingColumns=True)
     return match_end_edges(rows, payload, cti, order=(BATCH, SEQ), new=F.col(BATCH) == batch,
                            count_open=cti == INFINITY_MICROS)
 
@@ -295,12 +302,19 @@ def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: 
     ingresses: dict[str, Ingress] = {}
     for name in scan_order(sources, set(inputs)):
         ingresses[name] = scan_input(sources, name, ingresses, initial=inputs[name].scan, match_edges=False,
-                                     final=final)
+                                     final=final, first_position=inputs[name].rows)
     return ingresses
 
 
 def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
          final: bool = False, scanned: Mapping[str, Ingress] | None = None) -> Step:
+    late: dict[str, DataFrame] = {}
+    outcome = _step(spark, plan, carried, new, batch, final, scanned, late)
+    return attrs.evolve(outcome, late=late)
+
+
+def _step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
+          final: bool, scanned: Mapping[str, Ingress] | None, late: dict[str, DataFrame]) -> Step:
     """Runs micro-batch ``batch`` (its rows per input in ``new``; an input missing from it had no
     rows) from ``carried``. ``final``: the run stops here, and inputs with ``flush=True`` get their
     final INFINITY CTI. ``scanned``: the new rows scanned already (``scan_new_rows``, once for
@@ -339,11 +353,16 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
             bad_rows += matched.unmatched
             dropped += matched.dropped
             adjusted += matched.adjusted
+            assert ingress.late is not None
+            late[name] = ingress.late.unionByName(edge_rows(matched.persisted, [f.name for f in node.schema.fields],
+                                                            F.col(BATCH) == batch, count_open=forever))
             fresh, still_open = matched.decided, matched.still_open
             pending[name] = matched.pending
         else:
             dropped += ingress.dropped
             adjusted += ingress.adjusted
+            assert ingress.late is not None
+            late[name] = ingress.late
         kept = carried.events.get(name)
         if kept is not None:
             if forever:  # nothing can end an open event any more
@@ -356,7 +375,7 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         events = fresh if still_open is None else fresh.unionByName(still_open)
         flows[name] = input_flow(events, cti, finite)
         inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite,
-                                    fed=before.fed or name in plan.static)
+                                    fed=before.fed or name in plan.static, rows=before.rows + ingress.rows)
         input_rows[name] = ingress.rows
     window = incremental_window(plan.query)
     if window is not None:

@@ -22,7 +22,9 @@ from streamql.events import Shape
 from streamql.payload import Kind, ValueType
 from streamql.query.nodes import Input
 from streamql.spark import arrival_scan as scan
-from streamql.spark.columns import ACTION, ARRIVAL, BAD, CLOSED, END, HEAD, KIND, MOVED_TO, SEQ, START
+from streamql.spark import late
+from streamql.spark.columns import (ACTION, ARRIVAL, BAD, CLOSED, END, HEAD, KIND, LATE_ARRIVAL, MOVED_TO, SEQ,
+                                   START)
 from streamql.spark.edge_matching import match_end_edges
 from streamql.spark.phases import phase
 from streamql.spark.schema import column_for_field
@@ -464,18 +466,23 @@ class Ingress:
     #: the scan state after the last row (a streaming run starts the next micro-batch from it)
     state: scan.ScanState = scan.ScanState()
     rows: int = 0  # the input's rows (events, edges, CTI rows and bad rows)
+    #: the records of the rows counted in dropped, adjusted and bad_rows (``streamql.spark.late``;
+    #: lazy: built only if asked for). None where the run cannot give them yet (a streaming EDGE scan)
+    late: DataFrame | None = None
 
 
 def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: bool,
                 imported_arrival: bool, initial: scan.ScanState = scan.ScanState(),
-                match_edges: bool = True) -> Ingress:
+                match_edges: bool = True, first_position: int = 0) -> Ingress:
     """Scans one input. ``imported`` is the ingress of the input whose CTIs this one imports;
     when both have arrival columns (``imported_arrival``) its CTI steps join the arrival order.
 
     A streaming run scans each micro-batch from the state the previous one ended in
     (``initial``) and matches the end edges of an EDGE input itself, with the start edges it
     carries (``match_edges=False``: ``events`` are then the scanned edge rows, with the scan's
-    ``_sq_action``/``_sq_moved_to``, and the counts are the matching's to make)."""
+    ``_sq_action``/``_sq_moved_to``, and the counts are the matching's to make).
+    ``first_position``: the rows of the input before these (a stream's earlier micro-batches), from
+    which the late records number the rows of an input without an arrival column."""
     cti_rows = imported.cti_steps if imported is not None and imported_arrival else None
     settings = scan_settings(b.advance_time)
 
@@ -500,7 +507,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             prepared = prepare(b, cti_rows)
         summaries = summarized(prepared, with_arrival=False)
     bad_rows = sum(s["bad_rows"] for s in summaries)
-    rows = sum(s["rows"] for s in summaries)
+    rows = sum(s["rows"] + s["bad_rows"] for s in summaries)  # a summary's rows are its good ones
     if bad_rows and b.bad_rows == "error":
         first = min(s["first_bad"] for s in summaries if s["first_bad"] >= 0)
         bad = prepared.filter(F.col(SEQ) == first).select(BAD).first()
@@ -566,11 +573,18 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     if want_steps:
         steps = _cti_steps(prepared, _compact(prepared, b, cti_rows is not None, with_seq=True), states, settings)
     payload = [f.name for f in b.node.schema.fields]
+    unit_rows = [(s["unit"], s["rows"] + s["bad_rows"]) for s in summaries]
+    arrival = late.arrival_of(prepared, b.arrival is not None, unit_rows, first_position)
+    late_bad = late.bad_rows(prepared, arrival, payload)
+    if b.node.shape is Shape.EDGE:
+        # an edge's late record is made when its event is decided: its arrival goes with it
+        events = events.withColumn(LATE_ARRIVAL, arrival)
     if b.node.shape is Shape.EDGE and not match_edges:
         return Ingress(
-            events=events.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *payload),
+            events=events.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *payload, LATE_ARRIVAL),
             final_cti=None if final == scan.NONE else final, finite_cti=finite, dropped=0, adjusted=0,
-            bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows)
+            bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows,
+            late=late_bad)  # the step adds the records of the events its matching decides
     if b.node.shape is Shape.EDGE:
         # the scan's counts include end edges that turn out unmatched: the matching counts instead
         with phase("edge matching"):
@@ -584,11 +598,13 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             raise _bad_row(b, prepared, matched.first_unmatched,
                            f"end edge at {from_micros(first[1])} has no open start edge at "
                            f"{from_micros(first[0])} with its payload")
+        late_rows = late_bad.unionByName(late.edge_rows(matched.persisted, payload))
         return Ingress(
             events=matched.events, final_cti=None if final == scan.NONE else final, finite_cti=finite,
             dropped=matched.dropped, adjusted=matched.adjusted, bad_rows=bad_rows + matched.unmatched,
-            cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows,
+            cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows, late=late_rows,
         )
+    late_rows = late_bad.unionByName(late.decided_rows(events, arrival, payload)) if decisions else late_bad
     events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
     events = events.withColumn(START, F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO))
                                .otherwise(F.col(START)))
@@ -596,7 +612,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         events=events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *payload),
         final_cti=None if final == scan.NONE else final, finite_cti=finite,
         dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
-        cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows,
+        cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows, late=late_rows,
     )
 
 

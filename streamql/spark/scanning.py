@@ -33,10 +33,12 @@ def scan_order(bindings: Mapping[str, Binding], read: set[str]) -> list[str]:
 
 
 def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, Ingress],
-               initial: ScanState = ScanState(), match_edges: bool = True, final: bool = True) -> Ingress:
+               initial: ScanState = ScanState(), match_edges: bool = True, final: bool = True,
+               first_position: int = 0) -> Ingress:
     """Scans input ``name`` (``done``: the inputs scanned before it, in ``scan_order``). A
     streaming step scans its micro-batch from the carried state (``initial``), matches edges
-    itself, and flushes only when the run stops (``final``)."""
+    itself, and flushes only when the run stops (``final``); ``first_position``: the input's rows
+    in the micro-batches before."""
     b = bindings[name]
     settings = b.advance_time
     imported = None
@@ -57,7 +59,7 @@ def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, In
         and other.advance_time.import_.from_input == name and other.arrival is not None
         for other in bindings.values())
     flush = final and settings is not None and settings.generation is not None and settings.generation.flush
-    return run_ingress(b, imported, flush, want_steps, imported_arrival, initial, match_edges)
+    return run_ingress(b, imported, flush, want_steps, imported_arrival, initial, match_edges, first_position)
 
 
 __all__ = ["scan_input", "scan_order"]

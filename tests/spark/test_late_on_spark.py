@@ -1,0 +1,199 @@
+"""Late events you can see, on Spark (API.md "Late events you can see"; docs/late-events.md):
+``Binder.run(q, late=True)`` gives the reference evaluator's ``Result.late`` for random inputs of
+every shape, policy, arrival order and bad rows; the counts equal the records; ``Binder.late``'s
+rows are the same records with the payload as a struct; ``write(late_path=...)`` writes them."""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Sequence, cast
+
+import attrs
+import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+import streamql as sq
+from streamql.errors import BindingError
+from support.frames import bind, frame
+from support.streams import P, SCALE, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, pipelines, us
+
+UTC = timezone.utc
+DROP, ADJUST = sq.AdvanceTimePolicy.DROP, sq.AdvanceTimePolicy.ADJUST
+
+
+def t(micros: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)
+
+
+def with_bad_rows(items: Sequence[Any], bad: Sequence[int], shape: sq.Shape) -> list[Any]:
+    """``items`` with the events at the positions ``bad`` made bad: a null in a non-Optional payload
+    field (any shape) or, for an INTERVAL input, an end that is not after the start."""
+    out = list(items)
+    for i, position in enumerate(bad):
+        if position >= len(out) or isinstance(out[position], sq.Cti):
+            continue
+        item = out[position]
+        if shape is sq.Shape.INTERVAL and i % 2 == 1:
+            out[position] = sq.Insert(item.start, item.start, item.payload)
+        else:
+            out[position] = attrs.evolve(item, payload=dataclasses.replace(item.payload, k=cast(Any, None)))
+    return out
+
+
+def without_reason(records: Sequence[sq.Late]) -> list[sq.Late]:
+    """The records with their reasons blanked (the texts differ between the evaluators); a reason
+    is there exactly for a bad row."""
+    for r in records:
+        assert (r.reason is not None) == (r.action == "bad_row"), r
+    return [attrs.evolve(r, reason=None) for r in records]
+
+
+def check_counts(result: sq.Result[Any]) -> None:
+    actions = Counter(r.action for r in result.late)
+    assert (actions["dropped"], actions["adjusted"], actions["bad_row"]) == (
+        result.dropped, result.adjusted, result.bad_rows)
+
+
+@settings(SPARK_EXAMPLES, max_examples=12 * SCALE)
+@given(data=st.data())
+def test_late_records_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(inputs(shape), label="items")
+    bad = data.draw(st.lists(st.integers(0, 24), max_size=3), label="bad positions")
+    items = with_bad_rows(items, bad, shape)
+    at = data.draw(advance_settings(), label="settings")
+    arrival_order = data.draw(st.sampled_from(["none", "shuffled", "stored"]), label="arrival column")
+    arrival = arrival_order != "none"
+    partitions = data.draw(st.integers(1, 4), label="partitions")
+    source = sq.input("in", P, shape)
+    q = build(source, data.draw(pipelines(), label="ops"))
+    expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at, bad_rows="drop")}, late=True)
+    check_counts(expected)
+    df = frame(spark, P, shape, items, partitions=partitions, arrival=arrival, seed=len(items),
+               shuffled=arrival_order == "shuffled")
+    actual = bind(sq.Binder(spark), source, df, shape, at, arrival=arrival, bad_rows="drop").run(q, late=True)
+    note(f"records: {actual.late}")
+    assert without_reason(actual.late) == without_reason(expected.late)
+    assert actual == attrs.evolve(expected, late=actual.late)
+
+
+@settings(SPARK_EXAMPLES, max_examples=10 * SCALE)
+@given(data=st.data())
+def test_late_records_of_edges_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
+    items = data.draw(edge_items(), label="items")
+    policy = data.draw(st.sampled_from([DROP, ADJUST]), label="policy")
+    at = data.draw(advance_settings(), label="settings")
+    if at is not None:
+        at = attrs.evolve(at, policy=policy)
+    arrival = data.draw(st.booleans(), label="arrival column")
+    partitions = data.draw(st.integers(1, 4), label="partitions")
+    source = sq.input("in", P, sq.Shape.EDGE)
+    expected = sq.reference.run(source, {"in": sq.reference.ReferenceInput(items, at, bad_rows="drop")}, late=True)
+    check_counts(expected)
+    df = frame(spark, P, sq.Shape.EDGE, items, partitions=partitions, arrival=arrival, seed=len(items))
+    actual = bind(sq.Binder(spark), source, df, sq.Shape.EDGE, at, arrival=arrival, bad_rows="drop").run(
+        source, late=True)
+    note(f"records: {actual.late}")
+    assert without_reason(actual.late) == without_reason(expected.late)
+    check_counts(actual)
+
+
+# --- hand-worked -------------------------------------------------------------------------------
+
+EVERY_2 = sq.AdvanceTimeSettings(generation=sq.AdvanceTimeGeneration(every_events=2, delay=us(0)))
+
+
+def points_binder(spark: SparkSession, items: Sequence[Any], settings: sq.AdvanceTimeSettings | None,
+                  arrival: bool = False) -> tuple[sq.Binder, sq.Stream[P]]:
+    source = sq.input("in", P, sq.Shape.POINT)
+    df = frame(spark, P, sq.Shape.POINT, items, partitions=2, arrival=arrival, seed=3)
+    return bind(sq.Binder(spark), source, df, sq.Shape.POINT, settings, arrival=arrival, bad_rows="drop"), source
+
+
+def test_a_late_point_is_recorded_with_the_cti_it_violated(spark: SparkSession) -> None:
+    # every 2 events a CTI at the greatest start: after 10 and 20 it is 20; 15 and 5 are late
+    items = [sq.Insert(10, 11, P(1, 1, "a", None)), sq.Insert(20, 21, P(2, 2, "b", None)),
+             sq.Insert(15, 16, P(3, 3, "c", 7)), sq.Insert(30, 31, P(4, 4, "d", None)),
+             sq.Insert(5, 6, P(5, 5, "e", None))]
+    binder, source = points_binder(spark, items, EVERY_2)
+    result = binder.run(source, late=True)
+    assert result.dropped == 2
+    assert result.late == [
+        sq.Late("in", 2, "dropped", "INSERT", t(15), t(16), t(20), None, None, P(3, 3, "c", 7), None),
+        sq.Late("in", 4, "dropped", "INSERT", t(5), t(6), t(20), None, None, P(5, 5, "e", None), None),
+    ]
+    assert binder.run(source).late == []
+
+
+def test_the_late_frame_holds_the_records_with_the_payload_as_a_struct(spark: SparkSession) -> None:
+    items = [sq.Insert(10, 11, P(1, 1, "a", None)), sq.Insert(20, 21, P(2, 2, "b", None)),
+             sq.Insert(15, 16, P(3, 3, "c", 7)), sq.Insert(12, 13, P(cast(Any, None), 4, "d", None))]
+    settings_ = attrs.evolve(EVERY_2, policy=ADJUST)
+    binder, source = points_binder(spark, items, settings_, arrival=True)
+    late = binder.late(source)
+    assert late.columns == ["input", "arrival", "action", "kind", "start", "end", "cti", "new_start", "new_end",
+                            "payload", "reason"]
+    payload = late.schema["payload"].dataType
+    assert isinstance(payload, T.StructType)
+    assert [f.name for f in payload.fields] == ["k", "v", "s", "o"]
+    rows = sorted((r.asDict(recursive=True) for r in late.collect()), key=lambda r: r["arrival"])
+    # a point is moved only if it ends after the CTI: 15 ends at 16 < 20, so it is dropped
+    assert [(r["arrival"], r["action"], r["kind"], r["payload"]["k"], r["reason"] is not None) for r in rows] == [
+        (2, "dropped", "INSERT", 3, False), (3, "bad_row", "INSERT", None, True)]
+    assert rows[0]["cti"] == datetime(1970, 1, 1, 0, 0, 0, 20)
+    assert "k is null" in rows[1]["reason"]
+
+
+def test_late_frame_of_two_inputs_merges_their_payload_fields(spark: SparkSession) -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Q:
+        k: str  # a string where P's k is an integer: the struct holds k as a string
+        w: float
+
+    left = sq.input("left", P, sq.Shape.POINT)
+    right = sq.input("right", Q, sq.Shape.POINT)
+    lrows = [(10, 1, 1, "a", None), (20, 2, 2, "b", None), (15, 3, 3, "c", None)]
+    rrows = [(10, "x", 1.5), (30, "y", 2.5), (12, "z", 3.5)]
+    ldf = spark.createDataFrame(lrows, "start long, k long, v long, s string, o long")
+    rdf = spark.createDataFrame(rrows, "start long, k string, w double")
+    binder = (sq.Binder(spark).bind(left, ldf, start="start", advance_time=EVERY_2)
+              .bind(right, rdf, start="start", advance_time=EVERY_2))
+    q = left.join(right, None, lambda a, b: P(a.k, a.v, b.k, a.o))
+    late = binder.late(q)
+    payload = late.schema["payload"].dataType
+    assert isinstance(payload, T.StructType)
+    fields = {f.name: f.dataType for f in payload.fields}
+    assert list(fields) == ["k", "v", "s", "o", "w"]
+    assert isinstance(fields["k"], T.StringType) and isinstance(fields["w"], T.DoubleType)
+    rows = {r["input"]: r["payload"].asDict() for r in late.collect()}
+    assert rows == {"left": {"k": "3", "v": 3, "s": "c", "o": None, "w": None},
+                    "right": {"k": "z", "v": None, "s": None, "o": None, "w": 3.5}}
+    result = binder.run(q, late=True)
+    assert [(r.input, r.arrival) for r in result.late] == [("left", 2), ("right", 2)]
+    assert result.late[1].payload == Q("z", 3.5)
+
+
+@pytest.mark.parametrize("format", ["parquet", "csv"])
+def test_write_puts_the_late_records_at_late_path(spark: SparkSession, tmp_path: Path, format: str) -> None:
+    items = [sq.Insert(10, 11, P(1, 1, "a", None)), sq.Insert(20, 21, P(2, 2, "b", None)),
+             sq.Insert(15, 16, P(3, 3, "c", 7)), sq.Insert(30, 31, P(4, 4, "d", None))]
+    binder, source = points_binder(spark, items, EVERY_2)
+    out, late_path = str(tmp_path / "out"), str(tmp_path / "late")
+    result = binder.write(source, out, format=format, late_path=late_path)
+    assert result.dropped == 1
+    reader = spark.read.format(format)
+    if format == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    rows = reader.load(late_path).collect()
+    assert len(rows) == 1
+    row = rows[0].asDict()
+    assert row["action"] == "dropped" and row["arrival"] == 2
+    assert (row["payload_s"] if format == "csv" else row["payload"]["s"]) == "c"
+    with pytest.raises(BindingError, match="late_path .* already exists"):
+        binder.write(source, str(tmp_path / "out2"), format=format, late_path=late_path)
+    assert not (tmp_path / "out2").exists()

@@ -110,12 +110,15 @@ def pairs(l: P, r: P) -> P:
 
 
 def check(spark: SparkSession, data: st.DataObject, q: sq.Stream[Any],
-          sides: dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any], sq.AdvanceTimeSettings | None]]) -> None:
+          sides: dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any], sq.AdvanceTimeSettings | None]],
+          arrival: bool = False) -> None:
+    """``arrival``: bind arrival columns (an input importing another's CTIs shares the reference's
+    one clock with it only through them)."""
     note(f"query tree: {q.node!r}")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     edges = any(shape is sq.Shape.EDGE for _, shape, _, _ in sides.values())
     expected, actual = spark_run(spark, q, sides, output, partitions=data.draw(st.integers(1, 3), label="partitions"),
-                                 bad_rows="drop" if edges else "error")
+                                 bad_rows="drop" if edges else "error", arrival=arrival)
     event(f"released {'some' if expected.events or expected.edges else 'none'}")
     assert actual == expected
 
@@ -162,11 +165,12 @@ def test_as_of_joins_and_signals_among_windows_and_groups_equal_reference(spark:
         q = q.tumbling_window(us(10)).select(lambda w: P(w.count(), sq.coalesce(w.max(lambda e: e.v), -1), "t",
                                                           w.max(lambda e: e.o)))
     lset, rset = data.draw(side_settings(), label="left settings"), data.draw(side_settings(), label="right settings")
-    if data.draw(st.integers(0, 3), label="import") == 0:
+    imports = data.draw(st.integers(0, 3), label="import") == 0
+    if imports:
         rset = sq.AdvanceTimeSettings(None if rset is None else rset.generation, sq.AdvanceTimeImport("left"),
                                       sq.AdvanceTimePolicy.DROP if rset is None else rset.policy)
     sides = {"left": (lsource, lshape, litems, lset), "right": (rsource, rshape, ritems, rset)}
-    check(spark, data, q, sides)
+    check(spark, data, q, sides, arrival=imports)
 
 
 # --- plans ------------------------------------------------------------------------------------------------

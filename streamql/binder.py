@@ -65,10 +65,9 @@ class _Execution(Generic[T]):
         for df in self.persisted:
             df.unpersist()
 
-    def result(self, events: list[Event[T]], edges: list[Edge[T]], late: list[Late] | None = None) -> Result[T]:
+    def result(self, events: list[Event[T]], edges: list[Edge[T]]) -> Result[T]:
         return Result(events=events, edges=edges, dropped=self.dropped, adjusted=self.adjusted,
-                      bad_rows=self.bad_rows, final_cti=None if self.cti is None else from_micros(self.cti),
-                      late=late or [])
+                      bad_rows=self.bad_rows, final_cti=None if self.cti is None else from_micros(self.cti))
 
     def late_records(self) -> list[Late]:
         """The late records of the inputs the query reads, collected (``run(q, late=True)``)."""
@@ -302,12 +301,7 @@ class Binder:
         for ingress in ingresses.values():
             for df in ingress.persisted:  # recomputed, identically, if the plan needs it again
                 df.unpersist()
-        frames = {}
-        for name in sorted(read):
-            records = ingresses[name].late
-            assert records is not None
-            frames[name] = (read[name].schema, records)
-        return late_frame(frames)
+        return late_frame(_late_inputs(read, ingresses))
 
     def collect(self, q: Stream[T]) -> list[Event[T]]:
         """The released events of ``q`` (``run(q).events``)."""
@@ -476,14 +470,20 @@ def _execution(q: Stream[T], read: Mapping[str, Input], ingresses: Mapping[str, 
     """``q`` compiled to ``output``, with the counts of the inputs it reads (not of those it only
     imports CTIs from)."""
     counted = [ingresses[name] for name in read]
+    return _Execution(q.node, output.frame, output.cti, sum(i.dropped for i in counted),
+                      sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted, flows,
+                      late=_late_inputs(read, ingresses))
+
+
+def _late_inputs(read: Mapping[str, Input], ingresses: Mapping[str, Ingress]
+                 ) -> dict[str, tuple[PayloadSchema, DataFrame]]:
+    """The late records of the inputs ``read``, by name, with their payload schemas."""
     late = {}
     for name in sorted(read):
         records = ingresses[name].late
         assert records is not None  # a batch scan builds them
         late[name] = (read[name].schema, records)
-    return _Execution(q.node, output.frame, output.cti, sum(i.dropped for i in counted),
-                      sum(i.adjusted for i in counted), sum(i.bad_rows for i in counted), persisted, flows,
-                      late=late)
+    return late
 
 
 def _collected(execution: _Execution[T], output: Shape) -> Result[T]:

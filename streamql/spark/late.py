@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 from streamql.events import Late, late_order
 from streamql.payload import PayloadSchema
 from streamql.spark import arrival_scan as scan
-from streamql.spark.columns import ACTION, ARRIVAL, BAD, END, KIND, LATE_ARRIVAL, MOVED_TO, SEQ, START
+from streamql.spark.columns import ACTION, BAD, END, KIND, LATE_ARRIVAL, MOVED_TO, SEQ, START
 from streamql.spark.schema import collectable, payload_from_row
 from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
 
@@ -39,13 +39,11 @@ def arrival_of(prepared: DataFrame, has_arrival: bool, unit_rows: Sequence[tuple
     timestamp), else its 0-based position in storage order — ``first_position`` (the rows of the
     earlier micro-batches of a stream) plus the rows of the earlier scan units (``unit_rows``:
     (unit, rows) of every unit, from the scan's summary) plus its index in its unit."""
-    seq = F.col(SEQ)
+    from streamql.spark.ingress import PARTITION_BITS, _arrival_key
+
     if has_arrival:
-        arrival = F.col(ARRIVAL)
-        if isinstance(prepared.schema[ARRIVAL].dataType, T.TimestampType):
-            return F.unix_micros(arrival)
-        return arrival.cast("long")
-    from streamql.spark.ingress import PARTITION_BITS
+        return _arrival_key(prepared)
+    seq = F.col(SEQ)
 
     offsets: list[Any] = []
     before = first_position

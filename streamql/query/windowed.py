@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any, Callable, Generic, NoReturn, Optional, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, Optional, TypeVar, cast, overload
 
 from streamql.errors import ExpressionError
 from streamql.expr.nodes import Aggregate, Expr, GroupKey, aggregates_of, reads_key
@@ -106,11 +106,14 @@ class Window(Generic[T]):
         arg = self._argument("aggregate", f)
         return cast(R, wrap(Aggregate(result_value_type(aggregate), "user", arg, aggregate)))
 
-    def __getattr__(self, name: str) -> NoReturn:
-        if name == "key":
-            raise ExpressionError("w.key exists on grouped windows only: group_by(...) before the window")
-        raise ExpressionError(f"a window has no attribute {name!r}; its aggregates are count, sum, avg, "
-                              "min, max and aggregate")
+    if not TYPE_CHECKING:
+        # a clear message at run time; hidden from type checkers, for which a ``__getattr__`` would
+        # make every misspelled aggregate (``w.nosuch()``) well-typed
+        def __getattr__(self, name: str) -> NoReturn:
+            if name == "key":
+                raise ExpressionError("w.key exists on grouped windows only: group_by(...) before the window")
+            raise ExpressionError(f"a window has no attribute {name!r}; its aggregates are count, sum, avg, "
+                                  "min, max and aggregate")
 
 
 class GroupWindow(Window[T], Generic[K, T]):

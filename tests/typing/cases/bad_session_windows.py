@@ -34,3 +34,5 @@ e = clicks.group_by(lambda e: e.user).session_window(GAP).select(lambda w: Visit
 f = clicks.session_window(GAP).select(lambda w: w.count())  # E: Value of type variable "Payload" of "select" of "Windowed" cannot be "int"
 # the result is a Stream of what select builds
 g: sq.Stream[Click] = clicks.session_window(GAP).select(lambda w: Visit("", w.count()))  # E: Argument 1 to "select" of "Windowed" has incompatible type  # E: Incompatible return value type (got "Visit", expected "Click")
+# a misspelled aggregate of a grouped session window
+h = clicks.group_by(lambda e: e.user).session_window(GAP).select(lambda w: Visit(w.key, w.nosuch()))  # E: "GroupWindow[str, Click]" has no attribute "nosuch"

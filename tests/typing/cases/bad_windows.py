@@ -85,6 +85,11 @@ t = trades.group_apply(lambda e: e.symbol, lambda s: s.count_window(2), lambda s
 u = trades.tumbling_window(3600)  # E: Argument 1 to "tumbling_window" of "Stream" has incompatible type "int"; expected "timedelta"
 v = trades.count_window(HOUR)  # E: Argument 1 to "count_window" of "Stream" has incompatible type "timedelta"; expected "int"
 
-# Not caught by mypy (they raise sq.ExpressionError when the query is built): `w.key` on an
-# ungrouped window (Window.__getattr__ makes every attribute type-check), and a group_apply
+# a misspelled aggregate, on ungrouped and grouped windows; `w.key` on an ungrouped window
+w1 = hourly.select(lambda w: Count(w.nosuch()))  # E: "Window[Trade]" has no attribute "nosuch"
+w2 = per_symbol.select(lambda w: SymbolCount(w.key, w.cnt()))  # E: "GroupWindow[str, Trade]" has no attribute "cnt"
+w3 = trades.snapshot_window().select(lambda w: Count(w.average(lambda e: e.qty)))  # E: "Window[Trade]" has no attribute "average"
+w4 = hourly.select(lambda w: SymbolCount(w.key, w.count()))  # E: "Window[Trade]" has no attribute "key"
+
+# Not caught by mypy (it raises sq.ExpressionError when the query is built): a group_apply
 # result that returns a plain value rather than a payload (its type is then inferred as Any).

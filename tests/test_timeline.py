@@ -18,6 +18,7 @@ from streamql.timeline import Mark, trace, trace_binding
 from support.frames import bind, frame
 from support.streams import P, advance_settings, build, edge_items, inputs, pipelines
 from support.timelines import ADJUST, EVERY_3, READINGS, SESSIONS, T0, MeterAverage, at, averages, readings, sessions
+from support.depth import examples
 
 def released(step: Any) -> list[tuple[str, int, int, float]]:
     return sorted((e.payload.meter, int((e.start - T0).total_seconds()), int((e.end - T0).total_seconds()),
@@ -83,7 +84,7 @@ def test_more_items_than_max_events_is_an_error_naming_the_limit() -> None:
 source = sq.input("s", P, shape=sq.Shape.INTERVAL)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=inputs(sq.Shape.INTERVAL), ops=pipelines(), advance=advance_settings(),
        output=st.sampled_from([sq.Shape.INTERVAL, sq.Shape.POINT, sq.Shape.EDGE]))
 def test_release_steps_partition_the_result_and_follow_the_prefix_runs(
@@ -115,7 +116,7 @@ def test_release_steps_partition_the_result_and_follow_the_prefix_runs(
 # --- from Spark ----------------------------------------------------------------------------
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(data=st.data(), shape=st.sampled_from([sq.Shape.INTERVAL, sq.Shape.POINT, sq.Shape.EDGE]),
        shuffled=st.booleans())

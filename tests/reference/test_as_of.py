@@ -19,6 +19,7 @@ from streamql.reference import ReferenceInput
 from streamql.time import INFINITY_MICROS, from_micros
 from support.as_of_cases import CASES, FLUSH, Case, Pair, Tick, point, us
 from support.streams import P, build, crowded_inputs, edge_items, pipelines
+from support.depth import examples
 
 INPUTS: dict[str, sq.Stream[Tick]] = {}
 
@@ -167,7 +168,7 @@ AS_OF_ONS = [lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >
              lambda l, r: (r.o == l.o) & (r.v != 4)]
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(deadline=None, max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_as_of_joins_and_signals_never_withdraw(data: st.DataObject) -> None:
     left, litems = data.draw(source("left"), label="left")

@@ -13,7 +13,6 @@ shape, with random settings and bad rows:
 """
 from __future__ import annotations
 
-import os
 from collections import Counter
 from datetime import datetime
 from typing import Any, Hashable, Mapping, Optional, Sequence
@@ -28,8 +27,8 @@ from streamql.reference import ReferenceInput
 from streamql.time import from_micros, to_micros
 from support.late_cases import CASES, Case, Reading, ins, null, policy_only
 from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, payloads, pipelines
+from support.depth import examples
 
-SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 INF = sq.INFINITY
 DROP = sq.AdvanceTimePolicy.DROP
@@ -306,7 +305,7 @@ def any_items(draw: st.DrawFn, shape: sq.Shape, point_length: bool = True) -> li
     return draw(with_bad_rows(items, shape, point_length))
 
 
-@settings(SETTINGS, max_examples=400 * SCALE)
+@settings(SETTINGS, max_examples=examples(400))
 @given(data=st.data())
 def test_the_records_of_one_input_account_for_every_item(data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from(list(sq.Shape)), label="shape")
@@ -316,7 +315,7 @@ def test_the_records_of_one_input_account_for_every_item(data: st.DataObject) ->
     check_records(q, given_inputs, {"in": shape}, {"in"}, data.draw(st.sampled_from(list(sq.Shape)), label="output"))
 
 
-@settings(SETTINGS, max_examples=200 * SCALE)
+@settings(SETTINGS, max_examples=examples(200))
 @given(data=st.data())
 def test_the_records_of_two_inputs_with_an_import(data: st.DataObject) -> None:
     shapes = {name: data.draw(st.sampled_from(list(sq.Shape)), label=f"{name} shape") for name in ("a", "b")}

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamql as sq
+from support.depth import examples
 from streamql.events import InputItem
 from streamql.reference import ReferenceInput
 from streamql.query.nodes import inputs_of
@@ -342,7 +343,7 @@ def test_shift_moves_released_events_and_the_cti(
         assert shifted.final_cti == plain.final_cti + move
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(interval_items(), st.randoms(use_true_random=False), policies)
 def test_release_does_not_depend_on_arrival_order_between_ctis(
         items: list[InputItem[Any]], random: random_module.Random, policy: sq.AdvanceTimePolicy) -> None:

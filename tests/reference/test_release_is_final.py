@@ -5,10 +5,9 @@ and the output CTI never moves back. Random queries of every operator family, al
 shapes, random advance-time settings (ADJUST and imports among them) and edge inputs.
 
 A prefix is a run that has not ended (no flush); the whole input is then run as given.
-``STREAMQL_EXAMPLES=n`` multiplies the number of examples for a long run."""
+Its example counts come from ``support.depth`` (more in the deep tier)."""
 from __future__ import annotations
 
-import os
 from collections import Counter
 from datetime import datetime
 from typing import Any, Hashable
@@ -20,8 +19,8 @@ import streamql as sq
 from streamql.query.nodes import inputs_of
 from streamql.reference import ReferenceInput
 from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines, us
+from support.depth import examples
 
-SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v),
@@ -168,7 +167,7 @@ def check_prefixes(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any
         before_released, before_cti = now, result.final_cti
 
 
-@settings(SETTINGS, max_examples=300 * SCALE)
+@settings(SETTINGS, max_examples=examples(300))
 @given(data=st.data())
 def test_one_input_chains_never_withdraw(data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from(list(sq.Shape)), label="shape")
@@ -181,7 +180,7 @@ def test_one_input_chains_never_withdraw(data: st.DataObject) -> None:
                    data.draw(st.sampled_from(list(sq.Shape)), label="output"))
 
 
-@settings(SETTINGS, max_examples=300 * SCALE)
+@settings(SETTINGS, max_examples=examples(300))
 @given(data=st.data())
 def test_two_input_operators_never_withdraw(data: st.DataObject) -> None:
     shapes = [data.draw(st.sampled_from(list(sq.Shape)), label=f"shape {i}") for i in (0, 1)]
@@ -193,7 +192,7 @@ def test_two_input_operators_never_withdraw(data: st.DataObject) -> None:
     check_prefixes(q, given_inputs, data.draw(st.sampled_from(list(sq.Shape)), label="output"))
 
 
-@settings(SETTINGS, max_examples=100 * SCALE)
+@settings(SETTINGS, max_examples=examples(100))
 @given(data=st.data())
 def test_queries_of_every_family_never_withdraw(data: st.DataObject) -> None:
     edge_in = sq.input("e", P, sq.Shape.EDGE)

@@ -20,6 +20,7 @@ from support.seeds import INF, every_event
 from support.streams import P, inputs
 from support.session_views import (ALL_USERS, ALL_USERS_FLUSHED, GAP, PER_USER, PER_USER_FLUSHED, PER_USER_PIECES,
                                    PER_USER_PIECES_FLUSHED, PIECE, VIEWS, VIEWS_IN, View, Visit, m)
+from support.depth import examples
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1_000_000, flush=True))
 
@@ -213,7 +214,7 @@ def by_definition(items: list[Any], gap: int, max_duration: Optional[int]) -> li
     return sorted(found, key=lambda f: (f[0], f[1], f[2].n, f[2].low))
 
 
-@settings(deadline=None, max_examples=200)
+@settings(deadline=None, max_examples=examples(200))
 @given(data=st.data())
 def test_the_sweep_forms_the_sessions_of_the_definition(data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

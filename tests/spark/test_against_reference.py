@@ -9,10 +9,10 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from support.frames import bind, frame
 from support.streams import P, advance_settings, build, inputs, pipelines
-from support.streams import SCALE
+from support.depth import examples
 
 
-@settings(max_examples=25 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:

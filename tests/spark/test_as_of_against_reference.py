@@ -20,7 +20,8 @@ from streamql.spark.explain import plan_lines
 from streamql.time import from_micros
 from support.as_of_cases import CASES, Case, Tick
 from support.frames import bind, frame
-from support.streams import (SCALE, SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
+from support.depth import examples
+from support.streams import (SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
                              pipelines, us)
 
 
@@ -123,7 +124,7 @@ def check(spark: SparkSession, data: st.DataObject, q: sq.Stream[Any],
     assert actual == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=10 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
 @given(data=st.data())
 def test_as_of_join_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     lsource, lshape, litems, lq = data.draw(side("left"), label="left")
@@ -135,7 +136,7 @@ def test_as_of_join_on_spark_equals_reference(spark: SparkSession, data: st.Data
     check(spark, data, q, {"left": (lsource, lshape, litems, lset), "right": (rsource, rshape, ritems, rset)})
 
 
-@settings(SPARK_EXAMPLES, max_examples=6 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(6))
 @given(data=st.data())
 def test_to_signal_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     source, shape, items, q = data.draw(side("in"), label="input")
@@ -143,7 +144,7 @@ def test_to_signal_on_spark_equals_reference(spark: SparkSession, data: st.DataO
     check(spark, data, q, {"in": (source, shape, items, data.draw(side_settings(), label="settings"))})
 
 
-@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(5))
 @given(data=st.data())
 def test_as_of_joins_and_signals_among_windows_and_groups_equal_reference(spark: SparkSession,
                                                                           data: st.DataObject) -> None:

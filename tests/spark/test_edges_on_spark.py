@@ -25,7 +25,7 @@ from streamql.spark.incremental import Plan, empty_carried, step
 from support.frames import bind, frame
 from support.incremental import released_values
 from support.streams import P, advance_settings, build, edge_items, pipelines, us
-from support.streams import SCALE
+from support.depth import examples
 
 UTC = timezone.utc
 INF = sq.INFINITY
@@ -554,7 +554,7 @@ def with_snapshot(q: sq.Stream[P], how: int) -> sq.Stream[Any]:
     return q
 
 
-@settings(max_examples=12 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_edge_inputs_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:

@@ -19,7 +19,7 @@ from streamql.events import InputItem
 from support.frames import bind, frame
 from support.seeds import every_event
 from support.streams import P, Tied, build, crowded_inputs, pipelines, tied_payloads, us
-from support.streams import SCALE
+from support.depth import examples
 
 EsperOp = tuple[str, int]
 
@@ -106,7 +106,7 @@ def run_both(spark: SparkSession, source: sq.Stream[Any], payload: type[Any], sh
 SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-@settings(max_examples=14 * SCALE, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(14), deadline=None, suppress_health_check=SLOW_OK)
 @given(data=st.data())
 def test_esper_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -142,7 +142,7 @@ def comparable_result(result: sq.Result[Any]) -> tuple[Any, ...]:
     return events, edges, result.dropped, result.adjusted, result.bad_rows, result.final_cti
 
 
-@settings(max_examples=8 * SCALE, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=SLOW_OK)
 @given(data=st.data())
 def test_order_among_equal_starts_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
+from support.depth import examples
 from support.frames import bind, frame
 
 UTC = timezone.utc
@@ -515,7 +516,7 @@ def h_select(e: H) -> HOut:
     )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows=st.lists(h_rows, max_size=12), where=st.sampled_from(range(len(H_WHERES))), partitions=st.integers(1, 3))
 def test_random_rows_and_expressions(spark: SparkSession, rows: list[H], where: int, partitions: int) -> None:
     q = H_SOURCE.where(H_WHERES[where]).select(h_select)

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.query.nodes import inputs_of
 from support.frames import bind, frame
+from support.depth import examples
 from support.streams import P, advance_settings, build, inputs, payloads, pipelines, us
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -261,16 +262,15 @@ def check(spark: SparkSession, data: st.DataObject, around: bool) -> None:
 #: a few seconds on two cores, hence few examples (the whole file stays under four minutes)
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                                           HealthCheck.data_too_large])
-EXAMPLES, EXAMPLES_AROUND, EXAMPLES_WIDE = 12, 6, 5
 
 
-@settings(SETTINGS, max_examples=EXAMPLES)
+@settings(SETTINGS, max_examples=examples(12))
 @given(data=st.data())
 def test_multi_stream_operators_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     check(spark, data, around=False)
 
 
-@settings(SETTINGS, max_examples=EXAMPLES_AROUND)
+@settings(SETTINGS, max_examples=examples(6))
 @given(data=st.data())
 def test_multi_stream_operators_among_windows_groups_and_chains_equal_reference(spark: SparkSession,
                                                                                data: st.DataObject) -> None:
@@ -290,7 +290,7 @@ def wide_inputs(draw: st.DrawFn) -> list[Any]:
     return items
 
 
-@settings(SETTINGS, max_examples=EXAMPLES_WIDE)
+@settings(SETTINGS, max_examples=examples(5))
 @given(data=st.data())
 def test_multi_stream_operators_over_wide_lifetimes_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     litems, ritems = data.draw(wide_inputs(), label="left"), data.draw(wide_inputs(), label="right")

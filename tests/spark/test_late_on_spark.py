@@ -20,7 +20,8 @@ from pyspark.sql import types as T
 import streamql as sq
 from streamql.errors import BindingError
 from support.frames import bind, frame
-from support.streams import P, SCALE, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, pipelines, us
+from support.depth import examples
+from support.streams import P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, pipelines, us
 
 UTC = timezone.utc
 DROP, ADJUST = sq.AdvanceTimePolicy.DROP, sq.AdvanceTimePolicy.ADJUST
@@ -59,7 +60,7 @@ def check_counts(result: sq.Result[Any]) -> None:
         result.dropped, result.adjusted, result.bad_rows)
 
 
-@settings(SPARK_EXAMPLES, max_examples=12 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(12))
 @given(data=st.data())
 def test_late_records_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -82,7 +83,7 @@ def test_late_records_on_spark_equal_the_reference(spark: SparkSession, data: st
     assert actual == attrs.evolve(expected, late=actual.late)
 
 
-@settings(SPARK_EXAMPLES, max_examples=10 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
 @given(data=st.data())
 def test_late_records_of_edges_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
     items = data.draw(edge_items(), label="items")

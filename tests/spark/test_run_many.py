@@ -19,7 +19,8 @@ from streamql.spark import hopping
 from streamql.spark import windows as spark_windows
 from streamql.spark.ingress import run_ingress
 from support.frames import bind, frame
-from support.streams import SCALE, SPARK_EXAMPLES, P, Tied, advance_settings, build, inputs, pipelines, us
+from support.depth import examples
+from support.streams import SPARK_EXAMPLES, P, Tied, advance_settings, build, inputs, pipelines, us
 
 
 
@@ -101,7 +102,7 @@ def query_sets(draw: st.DrawFn, a: sq.Stream[P], b: sq.Stream[P]) -> dict[str, s
     return queries
 
 
-@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(5))
 @given(data=st.data())
 def test_run_many_returns_what_each_query_returns_alone(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

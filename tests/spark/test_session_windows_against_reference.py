@@ -16,7 +16,8 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.frames import bind, frame
-from support.streams import SCALE, SPARK_EXAMPLES, P, advance_settings, build, inputs, pipelines, us
+from support.depth import examples
+from support.streams import SPARK_EXAMPLES, P, advance_settings, build, inputs, pipelines, us
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def check(spark: SparkSession, data: st.DataObject) -> None:
     assert actual == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=10 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
 @given(data=st.data())
 def test_session_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     check(spark, data)

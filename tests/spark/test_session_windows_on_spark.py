@@ -21,7 +21,8 @@ from support.frames import bind, frame
 from support.seeds import every_event
 from support.session_views import (ALL_USERS, ALL_USERS_FLUSHED, PER_USER, PER_USER_FLUSHED, PER_USER_PIECES,
                                    PER_USER_PIECES_FLUSHED, VIEWS, VIEWS_IN, View, m)
-from support.streams import SCALE, SPARK_EXAMPLES, P, inputs, us
+from support.depth import examples
+from support.streams import SPARK_EXAMPLES, P, inputs, us
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1_000_000, flush=True))
 FORBIDDEN = ("SinglePartition", "CartesianProduct", "BroadcastNestedLoopJoin")
@@ -55,7 +56,7 @@ class Stats:
     low: Optional[int]
 
 
-@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(5))
 @given(data=st.data())
 def test_sessions_crossing_many_range_borders(spark: SparkSession, data: st.DataObject,
                                               monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ import streamql as sq
 from streamql.spark import snapshot
 from streamql.time import to_micros
 from support.frames import bind, frame
-from support.streams import SCALE
+from support.depth import examples
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1, flush=True))
 SOURCE = "readings"
@@ -374,7 +374,7 @@ def every_events(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
     return sq.AdvanceTimeSettings(generation=generation, policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
 
 
-@settings(max_examples=10 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:

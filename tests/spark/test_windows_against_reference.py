@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from support.frames import bind, frame
 from support.streams import P, build, inputs, pipelines, us
-from support.streams import SCALE
+from support.depth import examples
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     assert actual == expected
 
 
-@settings(max_examples=18 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(18), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

@@ -19,7 +19,8 @@ from streamql.spark.incremental import Carried, Plan, Step, empty_carried, step
 from streamql.spark.late import late_records
 from support.frames import bind, frame
 from support.incremental import cuts, flushing
-from support.streams import P, SCALE, SPARK_EXAMPLES, edge_items, inputs, us
+from support.streams import P, SPARK_EXAMPLES, edge_items, inputs, us
+from support.depth import examples
 
 
 def with_null_payloads(items: Sequence[Any], positions: Sequence[int]) -> list[Any]:
@@ -83,7 +84,7 @@ def check(spark: SparkSession, data: st.DataObject, shape: sq.Shape, items: list
     assert [attrs.evolve(r, reason=None) for r in actual] == [attrs.evolve(r, reason=None) for r in expected]
 
 
-@settings(SPARK_EXAMPLES, max_examples=4 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(4))
 @given(data=st.data())
 def test_late_records_in_micro_batches_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -92,7 +93,7 @@ def test_late_records_in_micro_batches_equal_the_reference(spark: SparkSession, 
     check(spark, data, shape, items, data.draw(flushing(), label="settings"))
 
 
-@settings(SPARK_EXAMPLES, max_examples=3 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(3))
 @given(data=st.data())
 def test_late_records_of_edges_in_micro_batches_equal_the_reference(spark: SparkSession,
                                                                     data: st.DataObject) -> None:

@@ -18,7 +18,8 @@ import streamql as sq
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
 from support.seeds import every_event
 from support.session_views import PER_USER_PIECES, VIEWS, VIEWS_IN, View
-from support.streams import SCALE, SPARK_EXAMPLES, P, build, edge_items, inputs, pipelines, us
+from support.streams import SPARK_EXAMPLES, P, build, edge_items, inputs, pipelines, us
+from support.depth import examples
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def sessions(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Visit(0, w.count(), None, w.max(lambda e: e.v))), lambda key, v: Visit(key, v.n, v.total, v.high))
 
 
-@settings(SPARK_EXAMPLES, max_examples=4 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(4))
 @given(data=st.data())
 def test_session_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.EDGE]), label="shape")

@@ -13,8 +13,9 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.streams import (SCALE, SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
+from support.streams import (SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
                              pipelines, us)
+from support.depth import examples
 
 
 
@@ -45,7 +46,7 @@ def check_one_input(spark: SparkSession, data: st.DataObject, source: sq.Stream[
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SPARK_EXAMPLES, max_examples=6 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(6))
 @given(data=st.data())
 def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -78,7 +79,7 @@ def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
 
 
-@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(5))
 @given(data=st.data())
 def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -91,7 +92,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(5))
 @given(data=st.data())
 def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
@@ -121,7 +122,7 @@ def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSes
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SPARK_EXAMPLES, max_examples=4 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(4))
 @given(data=st.data())
 def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -143,7 +144,7 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
     check_one_input(spark, data, source, shape, items, q)
 
 
-@settings(SPARK_EXAMPLES, max_examples=4 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(4))
 @given(data=st.data())
 def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """Start edges stay open across micro-batches until their end edges come; late end edges are
@@ -160,7 +161,7 @@ AS_OF_ONS = [lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (r.o !
              lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(5))
 @given(data=st.data())
 def test_as_of_joins_and_signals_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """The retention floors of ``as_of_join`` (the right side keeps the latest event per key) and

@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.spark.incremental_windows import incremental_window
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.streams import SCALE, SELECTS, SPARK_EXAMPLES, WHERES, P, inputs, us
+from support.streams import SELECTS, SPARK_EXAMPLES, WHERES, P, inputs, us
+from support.depth import examples
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def chains(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
     return q
 
 
-@settings(SPARK_EXAMPLES, max_examples=5 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(5))
 @given(data=st.data())
 def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: SparkSession, data: st.DataObject) -> None:
     source = sq.input("in", P, sq.Shape.POINT)

@@ -2,7 +2,6 @@
 random inputs with CTI rows, advance-time settings and pipelines of the one-input operators."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, Optional
@@ -12,9 +11,6 @@ from hypothesis import strategies as st
 
 import streamql as sq
 
-#: how many times the Spark property tests' example counts are multiplied (STREAMQL_EXAMPLES=n for a
-#: deeper run); every example runs Spark jobs, so CI runs few
-SCALE = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
 #: hypothesis settings for property tests that run Spark jobs per example
 SPARK_EXAMPLES = settings(deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])

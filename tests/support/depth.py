@@ -1,0 +1,35 @@
+"""How deep the tests go: the one place the property tests' example counts come from.
+
+Two tiers, by pytest's own means:
+
+- the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test,
+  the examples, the documentation, a Structured Streaming smoke test and a few examples of every
+  property test (``examples(n)``: a fifth of ``n``, at least 2), and leaves out the tests marked
+  ``slow`` (``addopts`` in ``pyproject.toml`` deselects them);
+- the **deep tier** — ``STREAMQL_DEPTH=deep pytest -q -m "slow or hypothesis"``, which ``.ci/run``
+  runs after the default tier — runs the ``slow`` tests (restarts, kill -9, local-cluster, the site
+  build, ...) and every property test again at ten times its standard count ``n``.
+
+``STREAMQL_EXAMPLES=k`` multiplies the counts of either tier by ``k``, for a longer run by hand.
+"""
+from __future__ import annotations
+
+import os
+
+#: the deep tier is running (``STREAMQL_DEPTH=deep``)
+DEEP = os.environ.get("STREAMQL_DEPTH", "default") == "deep"
+#: a multiplier for a longer run by hand
+MULTIPLIER = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
+#: how many times a property test's standard count the deep tier runs
+DEEP_FACTOR = 10
+
+
+def examples(n: int) -> int:
+    """The example count of a property test whose standard count is ``n``: ``10 * n`` in the deep
+    tier, ``n // 5`` (at least 2) in the default tier; times ``STREAMQL_EXAMPLES``."""
+    return MULTIPLIER * (DEEP_FACTOR * n if DEEP else max(2, n // 5))
+
+
+def steps(n: int) -> int:
+    """How many micro-batches a live test that runs ``n`` in the deep tier runs by default (at least 3)."""
+    return n if DEEP else max(3, n // 2)

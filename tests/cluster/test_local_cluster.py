@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_query_on_a_local_cluster_equals_the_reference() -> None:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     try:

@@ -15,6 +15,7 @@ from support.worker_check import child_env, interpreter_without_streamql, run_jo
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_the_binder_ships_streamql_to_executors_that_lack_it(tmp_path: Path) -> None:
     worker = interpreter_without_streamql(tmp_path)
     out = run_job(["check", "local-cluster[2,1,1024]"], tmp_path, child_env(PYSPARK_PYTHON=str(worker)),

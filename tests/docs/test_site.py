@@ -59,6 +59,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return site
 
 
+@pytest.mark.slow  # the site build: the deep tier
 def test_the_site_builds_strictly_with_every_page_and_picture(site: pathlib.Path) -> None:
     pages = [page for _, page in nav_entries(load_config(str(ROOT / "mkdocs.yml"))["nav"])]
     # every page of docs/ is in the nav, and built
@@ -81,6 +82,7 @@ def test_the_site_builds_strictly_with_every_page_and_picture(site: pathlib.Path
     assert (site / "doc_helpers.py").read_text() == (DOCS / "doc_helpers.py").read_text()
 
 
+@pytest.mark.slow  # the site build: the deep tier
 def test_every_page_of_the_nav_renders_its_title(site: pathlib.Path) -> None:
     entries = nav_entries(load_config(str(ROOT / "mkdocs.yml"))["nav"])
     for title, page in entries:
@@ -93,6 +95,7 @@ def test_every_page_of_the_nav_renders_its_title(site: pathlib.Path) -> None:
         assert re.search(r'md-ellipsis">\s*' + re.escape(html.escape(title, quote=False)) + r"\s*<", nav), title
 
 
+@pytest.mark.slow  # the site build: the deep tier
 def test_code_is_highlighted_and_copyable_with_a_dark_mode(site: pathlib.Path) -> None:
     for md in sorted(DOCS.glob("*.md")):
         fences = len(re.findall(r"^[ \t]*```python\b", md.read_text(), re.M))
@@ -109,6 +112,7 @@ def test_code_is_highlighted_and_copyable_with_a_dark_mode(site: pathlib.Path) -
     assert 'data-md-color-media="(prefers-color-scheme: dark)"' in index
 
 
+@pytest.mark.slow  # the site build: the deep tier
 def test_operator_pages_open_with_their_subject_a_picture_and_a_collapsed_setup(site: pathlib.Path) -> None:
     for page in OPERATOR_PAGES:
         source = (DOCS / page).read_text()
@@ -126,6 +130,7 @@ def test_operator_pages_open_with_their_subject_a_picture_and_a_collapsed_setup(
         assert first_image < article.index("<h2"), page
 
 
+@pytest.mark.slow  # the site build: the deep tier
 def test_the_search_index_finds_api_names(site: pathlib.Path) -> None:
     index = (site / "search" / "search_index.json").read_text()
     for name in ("snapshot_window", "hopping_window", "AdvanceTimeSettings", "keep_last"):

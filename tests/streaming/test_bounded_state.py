@@ -91,7 +91,12 @@ def state_sizes(spark: SparkSession, q: sq.Stream[Any]) -> list[int]:
     return sizes
 
 
-@pytest.mark.parametrize("family", sorted(BOUNDED))
+#: the families the default tier runs (one of each kind of state); the deep tier runs every family
+EVERY_TIER = {"hopping on partials", "snapshot", "join", "keep_last", "as_of_join"}
+
+
+@pytest.mark.parametrize("family", [f if f in EVERY_TIER else pytest.param(f, marks=pytest.mark.slow)
+                                    for f in sorted(BOUNDED)])
 def test_the_state_stays_bounded(spark: SparkSession, family: str) -> None:
     sizes = state_sizes(spark, BOUNDED[family]())
     # a window or lifetime of at most 30 us over events 10 us apart (two inputs), CTIs every 50 us:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 import streamql as sq
@@ -35,6 +36,7 @@ def released(spark: SparkSession, sink: Path) -> list[tuple[object, ...]]:
     return sorted(tuple(r) for r in spark.read.parquet(str(sink)).drop(MICRO_BATCH).collect())
 
 
+@pytest.mark.slow
 def test_a_query_killed_mid_run_and_started_again_loses_and_repeats_nothing(spark: SparkSession,
                                                                               tmp_path: Path) -> None:
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
@@ -79,6 +81,7 @@ def test_a_query_killed_mid_run_and_started_again_loses_and_repeats_nothing(spar
 BATCHES = int(os.environ.get("STREAMQL_BATCHES", "20"))
 
 
+@pytest.mark.slow
 def test_the_state_of_a_sliding_window_query_stays_bounded(spark: SparkSession, tmp_path: Path) -> None:
     """Micro-batches of 20 readings (a CTI every 5) through the runner that foreachBatch calls: the
     carried state (kept readings, released snapshot intervals that a later step could compute

@@ -41,6 +41,7 @@ def late_rows(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
                   for r in df.drop(MICRO_BATCH).collect())
 
 
+@pytest.mark.slow
 def test_late_records_are_written_once_per_micro_batch_across_a_restart(spark: SparkSession, tmp_path: Path) -> None:
     data = with_late(0, 40)
     source, sink, late, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "late", tmp_path / "ck"

@@ -62,6 +62,7 @@ def test_a_file_directory_query_releases_what_the_batch_run_releases(spark: Spar
     assert running.result().final_cti == sq.INFINITY
 
 
+@pytest.mark.slow
 def test_a_query_stopped_and_started_again_continues_where_it_stopped(spark: SparkSession, tmp_path: Path) -> None:
     data = rows(0, 40)
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
@@ -89,6 +90,7 @@ def test_a_query_stopped_and_started_again_continues_where_it_stopped(spark: Spa
         binder.start(READINGS.where(lambda e: e.consumption > 1), sink=str(sink), checkpoint=str(checkpoint))
 
 
+@pytest.mark.slow
 def test_a_micro_batch_run_again_after_a_crash_writes_nothing_twice(spark: SparkSession, tmp_path: Path) -> None:
     data = rows(0, 30)
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
@@ -159,6 +161,7 @@ def test_two_streaming_inputs_and_a_static_one_in_one_query(spark: SparkSession,
     assert expected and sink_rows(spark, tmp_path / "out") == batch_rows(expected)
 
 
+@pytest.mark.slow
 def test_a_chain_of_three_running_queries_releases_what_the_composed_query_releases(
         spark: SparkSession, tmp_path: Path) -> None:
     data = rows(0, 30)

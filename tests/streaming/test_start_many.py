@@ -55,6 +55,7 @@ def replay(tmp_path: Path, label: str, start: Callable[[sq.Binder, Path], sq.Run
     return runs
 
 
+@pytest.mark.slow
 def test_each_query_releases_what_it_releases_alone_across_a_restart(spark: SparkSession, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     scans: list[str] = []

@@ -91,11 +91,13 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
         released += released_values(outcome.released_now[output], q, output)
         carried = states.commit(outcome.carried)[0] if states is not None else outcome.carried
         if states is None:
-            # the next step reads these frames again: computed once here, not from the whole lineage
-            carried = attrs.evolve(carried, events={n: df.localCheckpoint() for n, df in carried.events.items()},
-                                   pending={n: df.localCheckpoint() for n, df in carried.pending.items()},
-                                   released={n: df.localCheckpoint() for n, df in carried.released.items()},
-                                   partials={n: df.localCheckpoint() for n, df in carried.partials.items()})
+            # the next step reads these frames again: computed once, by the first job that reads them
+            # (lazily: an eager checkpoint would cost a job per frame and step), not from the whole lineage
+            def once(frames: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+                return {n: df.localCheckpoint(eager=False) for n, df in frames.items()}
+
+            carried = attrs.evolve(carried, events=once(carried.events), pending=once(carried.pending),
+                                   released=once(carried.released), partials=once(carried.partials))
         outcome.unpersist()
         if sizes is not None:
             sizes.append(carried.rows())

@@ -18,6 +18,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (_TESTS, os.path.dirname(_TESTS), os.environ.get("PYTHONPATH")) if p)
 
 
+#: the tests' JVMs compile with the first JIT tier only: a test run plans thousands of small queries
+#: once each, and the optimizing compiler's work never pays off (a third less CPU for the Spark
+#: property tests here)
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
@@ -29,6 +35,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -57,6 +57,9 @@ def main() -> int:
         SparkSession.builder.master("local-cluster[2,1,1024]")
         .appName("streamql-local-cluster")
         .config("spark.executor.memory", "512m")
+        # as tests/conftest.py: the first JIT tier only, in the driver and the executors
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .config("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         # the first job waits until both executors have registered
         .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
         .config("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")

@@ -50,7 +50,9 @@ def bind(spark: SparkSession, source: str) -> sq.Binder:
 def main(source: str, sink: str, checkpoint: str) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")  # as tests/conftest.py
+             .getOrCreate())
     running = bind(spark, source).start(QUERY, sink=sink, checkpoint=checkpoint)
     running.await_termination()
 

@@ -37,18 +37,21 @@ PAGES = [page for page in ALL_PAGES if any(b.runs for b in blocks((DOCS / page).
 SIGNATURES = [(page, b.line) for page in ALL_PAGES for b in blocks((DOCS / page).read_text()) if b.language == "pyi"]
 #: ``--8<-- "file"``: a snippet include (pymdownx.snippets, base path docs/)
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"[ \t]*$', re.M)
+#: an example's output a page quotes: (page, its first words) -> the command line that prints it
+#: (without Java: the examples check their Spark runs against the reference evaluator)
+EXAMPLE_OUTPUT = {
+    ("ctis-and-release.md", "DROP: dropped=2 adjusted=0"): ["examples/late_events.py", "--reference-only"],
+    ("reference-evaluator.md", "INTERVAL output, CTI after every"): ["examples/reference_only.py"],
+}
 #: output a page quotes from elsewhere, not printed by a block of the page: (page, its first
 #: words) -> why it cannot be printed there
 QUOTED_OUTPUT = {
     ("binding.md", "Spark's Python workers cannot import pyarrow"):
         "the message of workers without pyarrow, pandas and streamql: this machine's workers have them",
-    ("ctis-and-release.md", "DROP: dropped=2 adjusted=0"): "the output of examples/late_events.py",
-    ("payloads.md", "input 'readings': the DataFrame has no column"): "binding errors, one per line",
-    ("reference-evaluator.md", "INTERVAL output, CTI after every"): "the output of examples/reference_only.py",
     ("seeing.md", "[1] snapshot_window"): "an excerpt of a physical plan, whose attribute ids change",
     ("README.md", "Released on Spark (9 events):"):
         "examples/power_meter.py's output: test_the_readme_example_prints_what_the_readme_shows checks it",
-    ("time-model.md", "input 'readings': start column 'ts'"): "a binding error on Spark, in a page run without Spark",
+    **{key: "an example's output: test_examples_print_what_the_pages_quote checks it" for key in EXAMPLE_OUTPUT},
 }
 
 
@@ -125,6 +128,15 @@ def test_the_check_refuses_blocks_it_cannot_run_or_check(tmp_path: pathlib.Path,
             test_every_block_is_run_or_checked("page.md")
     (tmp_path / "page.md").write_text("```python\nprint(1)\n```\n\n```text\n1\n```\n\n```timeline\ntime  12:00\n```\n")
     test_every_block_is_run_or_checked("page.md")
+
+
+@pytest.mark.parametrize("page, words", list(EXAMPLE_OUTPUT))
+def test_examples_print_what_the_pages_quote(page: str, words: str) -> None:
+    (quoted,) = [b for b in page_blocks(page) if b.language == "text" and b.code.startswith(words)]
+    done = subprocess.run([sys.executable, *EXAMPLE_OUTPUT[page, words]], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.rstrip() == quoted.code.rstrip()
 
 
 @pytest.mark.parametrize("page, line", SIGNATURES)

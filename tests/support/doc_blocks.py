@@ -192,11 +192,10 @@ def signature_problems(code: str) -> list[str]:
         if statement.startswith("class "):
             header = re.match(r"class ([\w.]+)", statement)
             assert header is not None
-            tree = ast.parse(statement.replace(header.group(1), "_", 1)).body[0]
-            assert isinstance(tree, ast.ClassDef)
-            problems += compare_class(header.group(1), tree, resolve(header.group(1)))
-        elif (call := CALL.match(statement)) and (tree := _parses(f"def _({call['rest']}: ...")):
-            assert isinstance(tree, ast.FunctionDef)
+            documented = ast.parse(statement.replace(header.group(1), "_", 1)).body[0]
+            assert isinstance(documented, ast.ClassDef)
+            problems += compare_class(header.group(1), documented, resolve(header.group(1)))
+        elif (call := CALL.match(statement)) and isinstance(tree := _parses(f"def _({call['rest']}: ..."), ast.FunctionDef):
             problems += compare_function(call["name"], tree, resolve(call["name"]))
         elif attribute := ATTRIBUTE.match(statement):
             owner, _, field = attribute["name"].rpartition(".")

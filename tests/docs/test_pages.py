@@ -43,15 +43,19 @@ EXAMPLE_OUTPUT = {
     ("ctis-and-release.md", "DROP: dropped=2 adjusted=0"): ["examples/late_events.py", "--reference-only"],
     ("reference-evaluator.md", "INTERVAL output, CTI after every"): ["examples/reference_only.py"],
 }
+#: an excerpt of a text the page's code computes: (page, its first words) -> the variable holding
+#: the text. Each line of the excerpt is a line of the text, but for attribute ids (``#371L``), the
+#: padding before a ``│``, the number of shuffle partitions and an end cut at `` ...``
+EXCERPTS = {("seeing.md", "[1] snapshot_window"): "plan"}
 #: output a page quotes from elsewhere, not printed by a block of the page: (page, its first
 #: words) -> why it cannot be printed there
 QUOTED_OUTPUT = {
     ("binding.md", "Spark's Python workers cannot import pyarrow"):
         "the message of workers without pyarrow, pandas and streamql: this machine's workers have them",
-    ("seeing.md", "[1] snapshot_window"): "an excerpt of a physical plan, whose attribute ids change",
     ("README.md", "Released on Spark (9 events):"):
         "examples/power_meter.py's output: test_the_readme_example_prints_what_the_readme_shows checks it",
     **{key: "an example's output: test_examples_print_what_the_pages_quote checks it" for key in EXAMPLE_OUTPUT},
+    **{key: "an excerpt: test_page_examples_print_what_the_page_shows checks its lines" for key in EXCERPTS},
 }
 
 
@@ -83,6 +87,21 @@ def test_page_examples_print_what_the_page_shows(page: str, tmp_path: pathlib.Pa
         after = found[i + 1] if i + 1 < len(found) else None
         if after is not None and after.language == "text" and after.follows:
             assert printed.getvalue().rstrip() == after.code.rstrip(), f"{page} block {i} (line {block.line})"
+    for (excerpt_page, words), name in EXCERPTS.items():
+        if excerpt_page == page:
+            (excerpt,) = [b for b in found if b.language == "text" and b.code.startswith(words)]
+            lines = [_plain(line) for line in namespace[name].splitlines()]
+            for line in excerpt.code.splitlines():
+                cut = line.endswith(" ...")
+                assert any(real.startswith(_plain(line.removesuffix(" ..."))) if cut else real == _plain(line)
+                           for real in lines), f"{page} line {excerpt.line}: not in {name}: {line}\n"
+
+
+def _plain(line: str) -> str:
+    """A plan's line without what changes from run to run: attribute ids, the names' padding, the
+    session's number of shuffle partitions."""
+    line = re.sub(r"(hashpartitioning\([^()]*, )\d+\)", r"\1N)", re.sub(r"#\d+", "#", line))
+    return re.sub(r"\s+│", " │", line).rstrip()
 
 
 @pytest.mark.parametrize("page", [*ALL_PAGES, "README.md"])
@@ -224,3 +243,9 @@ def test_the_readme_example_prints_what_the_readme_shows(spark: SparkSession) ->
         print("Spark and sq.reference.run agree:", (result.events, result.dropped, result.final_cti) ==
               (expected.events, expected.dropped, expected.final_cti))
     assert printed.getvalue().rstrip() == output.code.rstrip()
+
+
+def test_an_excerpt_line_ignores_only_what_changes_between_runs() -> None:
+    assert _plain("[1] w  │    +- Exchange hashpartitioning(_sq_part#357, 2), x#1L") == \
+        _plain("[1] w            │    +- Exchange hashpartitioning(_sq_part#1101, 200), x#22L")
+    assert _plain("[1] w │ +- Sort [a#1 ASC]") != _plain("[1] w │ +- Sort [a#1 DESC]")

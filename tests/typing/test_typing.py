@@ -10,7 +10,6 @@ mypy configuration excludes ``tests/typing/cases/`` from ordinary runs.
 """
 from __future__ import annotations
 
-import re
 import runpy
 import subprocess
 import sys
@@ -19,22 +18,14 @@ from typing import NamedTuple, Sequence
 
 import pytest
 
+from support.mypy_report import MypyError, parse_report
+
 ROOT = Path(__file__).resolve().parents[2]
 CASES = Path(__file__).resolve().parent / "cases"
 OK_CASES = sorted(CASES.glob("ok_*.py"))
 BAD_CASES = sorted(CASES.glob("bad_*.py"))
 
 MARKER = "# E:"
-_REPORT_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): (?P<severity>error|note|warning): (?P<message>.*)$")
-
-
-class MypyError(NamedTuple):
-    path: Path
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path.name}:{self.line}: {self.message}"
 
 
 class MypyRun(NamedTuple):
@@ -42,16 +33,6 @@ class MypyRun(NamedTuple):
 
     def __repr__(self) -> str:  # keeps failure reports short
         return f"MypyRun(<{len(self.errors)} errors>)"
-
-
-def parse_report(stdout: str) -> list[MypyError]:
-    """The errors of mypy's ``path:line: error: message`` lines (notes are context, not errors)."""
-    errors = []
-    for raw in stdout.splitlines():
-        match = _REPORT_LINE.match(raw)
-        if match and match["severity"] == "error":
-            errors.append(MypyError((ROOT / match["path"]).resolve(), int(match["line"]), match["message"]))
-    return errors
 
 
 def expected_errors(source: str) -> dict[int, list[str]]:

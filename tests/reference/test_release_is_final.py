@@ -4,7 +4,10 @@ prefix — an event or edge once released is never withdrawn, an INTERVAL lifeti
 and the output CTI never moves back. Random queries of every operator family, all three output
 shapes, random advance-time settings (ADJUST and imports among them) and edge inputs.
 
-A prefix is a run that has not ended (no flush); the whole input is then run as given.
+A prefix is a run that has not ended (no flush); the whole input is then run as given. Each run
+also releases what it must (``support.must_release``): everything the same run, flushed, holds
+before the run's output CTI — an evaluator that held output back until the flush would fail —
+and the flushed run's output CTI is INFINITY, its whole result released in every output shape.
 Its example counts come from ``support.depth`` (more in the deep tier)."""
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from streamql.query.nodes import inputs_of
 from streamql.reference import ReferenceInput
 from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines, us
 from support.depth import examples
+from support.must_release import check_flushed_shapes, check_release
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -151,7 +155,8 @@ def cti_order(t: datetime | None) -> tuple[int, datetime | None]:
 
 def check_prefixes(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any]], output: sq.Shape) -> None:
     """The reference over every prefix of the inputs, then over all of them, ended: nothing
-    released is withdrawn, the output CTI never moves back."""
+    released is withdrawn, the output CTI never moves back; and each run releases what it must
+    (``support.must_release``): all that the same run, flushed, holds before its output CTI."""
     note(f"query tree: {q.node!r}")
     used = _used(q, given_inputs)
     length = max((len(i.events) for i in used.values()), default=0)
@@ -160,11 +165,13 @@ def check_prefixes(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any
     for count in range(length + 2):
         run_inputs = prefix(used, count) if count <= length else used  # the last run is the whole, ended input
         result = sq.reference.run(q, run_inputs, output)
+        check_release(q, run_inputs, output, result)
         now = released(result, output)
         withdrawn = before_released - now
         assert not withdrawn, f"released over {count - 1} positions, withdrawn after {count}: {withdrawn}"
         assert cti_order(result.final_cti) >= cti_order(before_cti), f"the output CTI moved back at {count}"
         before_released, before_cti = now, result.final_cti
+    check_flushed_shapes(q, used)
 
 
 @settings(SETTINGS, max_examples=examples(300))

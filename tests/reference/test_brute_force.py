@@ -69,7 +69,7 @@ def run(q: sq.Stream[Any], given: dict[str, list[Any]], flush: bool) -> tuple[Co
     """The reference's INTERVAL output in microseconds, and its final CTI."""
     reference_inputs = {name: ReferenceInput(items) for name, items in given.items()}
     result = sq.reference.run(q, flushed(reference_inputs) if flush else reference_inputs)
-    events = Counter((to_micros(e.start), to_micros(e.end), e.payload) for e in result.events)
+    events: Counter[Hashable] = Counter((to_micros(e.start), to_micros(e.end), e.payload) for e in result.events)
     return events, None if result.final_cti is None else to_micros(result.final_cti)
 
 
@@ -79,12 +79,13 @@ def check(q: sq.Stream[Any], given: dict[str, list[Any]], everything: list[Lifet
     releases ``final``, with the output CTI ``cti``."""
     note(f"query tree: {q.node!r}")
     whole, whole_cti = run(q, given, flush=True)
-    assert whole == Counter(everything), (
-        f"after the flush: missing {Counter(everything) - whole}, not defined {whole - Counter(everything)}")
+    defined: Counter[Hashable] = Counter(everything)
+    assert whole == defined, (
+        f"after the flush: missing {defined - whole}, not defined {whole - defined}")
     assert whole_cti == INFINITY_MICROS
     now, now_cti = run(q, given, flush=False)
     assert now_cti == cti, f"output CTI {now_cti}, the propagation rule gives {cti}"
-    expected = Counter(final)
+    expected: Counter[Hashable] = Counter(final)
     event(f"defined: {'some' if everything else 'none'}; final at a finite CTI: {'some' if final else 'none'}")
     assert now == expected, f"at CTI {cti}: missing {expected - now}, not final {now - expected}"
 

@@ -301,6 +301,7 @@ def test_stateless_chains_release_exactly_what_starts_before_the_cti(data: st.Da
         output_cti = None if cti is None else cti + moved
         assert result.final_cti == (None if output_cti is None else from_micros(output_cti)), f"CTI at {count}"
         final = [e for e in images if output_cti is not None and e[0] < output_cti]
+        expected: Counter[Hashable]
         if output is sq.Shape.INTERVAL:
             expected = Counter((_at(s), _at(e), p) for s, e, p in final)
         elif output is sq.Shape.POINT:

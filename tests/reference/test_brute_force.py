@@ -17,6 +17,7 @@ Every time is an integer number of microseconds."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Any, Callable, Hashable, Optional, Sequence
 
 from hypothesis import HealthCheck, event, given, note, settings
@@ -288,12 +289,38 @@ def test_session_windows_are_the_components_of_overlapping_extended_lifetimes(da
 # --- count windows -----------------------------------------------------------------------------
 
 
+class Calls(sq.UserAggregate[Optional[int], list[str], str]):
+    """The ``add`` calls, in order, as 'value@start-end' (microseconds)."""
+
+    result_type = str
+
+    def zero(self) -> list[str]:
+        return []
+
+    def add(self, acc: list[str], value: Optional[int], start: datetime, end: datetime) -> list[str]:
+        return [*acc, f"{value}@{to_micros(start)}-{to_micros(end)}"]
+
+    def result(self, acc: list[str]) -> str:
+        return " ".join(acc)
+
+
+def calls(members: list[Lifetime], end: int) -> str:
+    """What ``Calls`` folds over a window ending at ``end``: each member's ``o`` with its lifetime
+    clipped to the window, ordered by clipped start, clipped end, then value, nulls first
+    (docs/user-aggregates.md); members start inside the window, so only their ends are clipped."""
+    clipped = sorted(((s, min(e, end), p.o) for s, e, p in members),
+                     key=lambda c: (c[0], c[1], c[2] is not None, c[2] or 0))
+    return " ".join(f"{o}@{s}-{e}" for s, e, o in clipped)
+
+
+
 def count_window(events: list[Lifetime], n: int, group: Callable[[P], int]
                  ) -> tuple[list[Lifetime], list[tuple[int, int | None]]]:
     """Per group, a window at every distinct start time ``t``: the ``n`` least distinct start times
     at or after ``t`` — none if there are fewer (it never fills) — over ``[t, last + 1)``, holding
-    every event that starts at one of them (docs/count-windows.md). Also every window's first
-    start and last start (None for one that has not filled)."""
+    every event that starts at one of them (docs/count-windows.md); its payload: the key, the
+    count, the ``Calls`` fold and the sum of ``o``. Also every window's first start and last start
+    (None for one that has not filled)."""
     out: list[Lifetime] = []
     windows: list[tuple[int, int | None]] = []
     for key in sorted({group(p) for _, _, p in events}):
@@ -305,8 +332,9 @@ def count_window(events: list[Lifetime], n: int, group: Callable[[P], int]
                 windows.append((t, None))
                 continue
             windows.append((t, times[-1]))
-            inside = [p for s, _, p in members if s in times]
-            out.append((t, times[-1] + 1, P(key, len(inside), "c", total([p.o for p in inside]))))
+            inside = [e for e in members if e[0] in times]
+            out.append((t, times[-1] + 1, P(key, len(inside), calls(inside, times[-1] + 1),
+                                            total([p.o for _, _, p in inside]))))
     return out, windows
 
 
@@ -320,7 +348,7 @@ def test_count_windows_hold_n_consecutive_distinct_start_times(data: st.DataObje
     items = data.draw(side(), label="items")
     n = data.draw(st.integers(1, 4), label="n")
     q = sq.input("in", P, sq.Shape.INTERVAL).group_by(lambda e: e.k % 3).count_window(n).select(
-        lambda w: P(w.key, w.count(), "c", w.sum(lambda e: e.o)))
+        lambda w: P(w.key, w.count(), w.aggregate(Calls(), lambda e: e.o), w.sum(lambda e: e.o)))
     everything, windows = count_window(accepted(items), n, lambda p: p.k % 3)
     c = cti_of(items)
     output_cti = None if c is None else min(

@@ -1,7 +1,9 @@
 """``as_of_join`` and ``to_signal`` in the reference evaluator: the hand-worked cases of
 ``support/as_of_cases.py`` (every output shape worked out there, the final CTI), a few more
 examples, and a property test that what they
-release is never withdrawn (DESIGN §5) over inputs crowded with ties, late events and CTIs. (Building
+release is never withdrawn (DESIGN §5) and that they release what they must (``support.must_release``)
+over inputs crowded with ties, late events and CTIs. Their meaning on random inputs, against
+definitions by brute force: tests/reference/test_brute_force.py. (Building
 the queries, their errors and ``explain``: tests/query/test_as_of.py.)"""
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from streamql.time import INFINITY_MICROS, from_micros
 from support.as_of_cases import CASES, FLUSH, Case, Pair, Tick, point, us
 from support.streams import P, build, crowded_inputs, edge_items, pipelines
 from support.depth import examples
+from support.must_release import check_flushed_shapes, check_release
 
 INPUTS: dict[str, sq.Stream[Tick]] = {}
 
@@ -126,18 +129,23 @@ def released(result: sq.Result[Any], output: sq.Shape) -> Counter[Hashable]:
 
 def check_prefixes(q: sq.Stream[Any], inputs: Mapping[str, ReferenceInput[Any]], output: sq.Shape) -> int:
     """The reference over every arrival prefix of the inputs, then over all of them, ended: nothing
-    released is withdrawn. Returns how many were released in the end."""
+    released is withdrawn, and each run releases what it must (``support.must_release``: all that
+    the same run, flushed, holds before its output CTI). Returns how many were released in the end."""
     note(f"query tree: {q.node!r}")
     length = max(len(i.events) for i in inputs.values())
     before: Counter[Hashable] = Counter()
     for count in range(length + 2):
         ended = count > length
-        now = released(sq.reference.run(q, {
+        run_inputs = {
             name: i if ended else ReferenceInput(i.events[:count], i.advance_time and i.advance_time.without_flush(),
                                                  i.bad_rows)
-            for name, i in inputs.items()}, output), output)
+            for name, i in inputs.items()}
+        result = sq.reference.run(q, run_inputs, output)
+        check_release(q, run_inputs, output, result)
+        now = released(result, output)
         assert not before - now, f"withdrawn after {count} positions: {before - now}"
         before = now
+    check_flushed_shapes(q, inputs)
     return sum(before.values())
 
 

@@ -4,13 +4,18 @@ prefix — an event or edge once released is never withdrawn, an INTERVAL lifeti
 and the output CTI never moves back. Random queries of every operator family, all three output
 shapes, random advance-time settings (ADJUST and imports among them) and edge inputs.
 
-A prefix is a run that has not ended (no flush); the whole input is then run as given.
+A prefix is a run that has not ended (no flush); the whole input is then run as given. Each run
+also releases what it must (``support.must_release``): everything the same run, flushed, holds
+before the run's output CTI — an evaluator that held output back until the flush would fail —
+and the flushed run's output CTI is INFINITY, its whole result released in every output shape.
+Stateless chains are checked exactly: at every prefix they release the image of the accepted
+events that starts before the output CTI, and that CTI is the input's moved by the chain's shifts.
 Its example counts come from ``support.depth`` (more in the deep tier)."""
 from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -18,8 +23,10 @@ from hypothesis import strategies as st
 import streamql as sq
 from streamql.query.nodes import inputs_of
 from streamql.reference import ReferenceInput
+from streamql.time import INFINITY_MICROS, from_micros, to_micros
 from support.streams import P, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines, us
 from support.depth import examples
+from support.must_release import check_flushed_shapes, check_release
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -151,7 +158,8 @@ def cti_order(t: datetime | None) -> tuple[int, datetime | None]:
 
 def check_prefixes(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any]], output: sq.Shape) -> None:
     """The reference over every prefix of the inputs, then over all of them, ended: nothing
-    released is withdrawn, the output CTI never moves back."""
+    released is withdrawn, the output CTI never moves back; and each run releases what it must
+    (``support.must_release``): all that the same run, flushed, holds before its output CTI."""
     note(f"query tree: {q.node!r}")
     used = _used(q, given_inputs)
     length = max((len(i.events) for i in used.values()), default=0)
@@ -160,11 +168,13 @@ def check_prefixes(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any
     for count in range(length + 2):
         run_inputs = prefix(used, count) if count <= length else used  # the last run is the whole, ended input
         result = sq.reference.run(q, run_inputs, output)
+        check_release(q, run_inputs, output, result)
         now = released(result, output)
         withdrawn = before_released - now
         assert not withdrawn, f"released over {count - 1} positions, withdrawn after {count}: {withdrawn}"
         assert cti_order(result.final_cti) >= cti_order(before_cti), f"the output CTI moved back at {count}"
         before_released, before_cti = now, result.final_cti
+    check_flushed_shapes(q, used)
 
 
 @settings(SETTINGS, max_examples=examples(300))
@@ -229,3 +239,75 @@ def _used(q: sq.Stream[Any], given_inputs: dict[str, ReferenceInput[Any]]) -> di
         if settings_ is not None and settings_.import_ is not None:
             names.add(settings_.import_.from_input)
     return {name: given_inputs[name] for name in names}
+
+
+# --- stateless chains: exactly what lies before the CTI, at every prefix ------------------------
+
+#: one-input operators that keep no state, each with a plain Python twin on (start, end, payload)
+Lifetime = tuple[int, int, P]
+CHAIN_OPS: list[tuple[str, Callable[[sq.Stream[P]], sq.Stream[P]], Callable[[Lifetime], Lifetime | None], int]] = [
+    ("where v > 3", lambda q: q.where(lambda e: e.v > 3), lambda e: e if e[2].v > 3 else None, 0),
+    ("where k % 3 == 0 or o null", lambda q: q.where(lambda e: (e.k % 3 == 0) | sq.is_null(e.o)),
+     lambda e: e if e[2].k % 3 == 0 or e[2].o is None else None, 0),
+    ("select", lambda q: q.select(lambda e: P(e.k + 1, e.v * 2 - e.k, e.s.upper(), e.o)),
+     lambda e: (e[0], e[1], P(e[2].k + 1, e[2].v * 2 - e[2].k, e[2].s.upper(), e[2].o)), 0),
+    ("alter_duration 4", lambda q: q.alter_duration(us(4)), lambda e: (e[0], e[0] + 4, e[2]), 0),
+    ("shift -7", lambda q: q.shift(us(-7)), lambda e: (e[0] - 7, _moved(e[1], -7), e[2]), -7),
+    ("shift 5", lambda q: q.shift(us(5)), lambda e: (e[0] + 5, _moved(e[1], 5), e[2]), 5),
+    ("alter_lifetime -3 keeping the duration", lambda q: q.alter_lifetime(us(-3)),
+     lambda e: (e[0] - 3, _moved(e[1], -3), e[2]), -3),
+    ("alter_lifetime 2 for 6", lambda q: q.alter_lifetime(us(2), us(6)), lambda e: (e[0] + 2, e[0] + 8, e[2]), 2),
+    ("to_point", lambda q: q.to_point(), lambda e: (e[0], e[0] + 1, e[2]), 0),
+]
+
+
+def _moved(t: int, by: int) -> int:
+    return INFINITY_MICROS if t == INFINITY_MICROS else t + by
+
+
+def _at(t: int) -> datetime:
+    return sq.INFINITY if t == INFINITY_MICROS else from_micros(t)
+
+
+@settings(SETTINGS, max_examples=examples(150))
+@given(data=st.data())
+def test_stateless_chains_release_exactly_what_starts_before_the_cti(data: st.DataObject) -> None:
+    """A chain of where/select/alter_duration/shift/alter_lifetime/to_point over an input with CTI
+    rows (no settings: DROP), at every arrival prefix: the output CTI is the input's greatest CTI
+    row moved by the chain's start shifts (DESIGN §5's propagation), and the run releases exactly
+    the chain's image of the accepted events that starts before it — every accepted input event is
+    stable, and so is its image (an INTERVAL lifetime, a point, a START and END edge)."""
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(inputs(shape, open_ends=True), label="items")
+    chain = data.draw(st.lists(st.sampled_from(CHAIN_OPS), min_size=1, max_size=4), label="chain")
+    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    q: sq.Stream[P] = sq.input("in", P, shape)
+    for _, op, _, _ in chain:
+        q = op(q)
+    moved = sum(shift for _, _, _, shift in chain)
+    for count in range(len(items) + 1):
+        cti: int | None = None
+        images: list[Lifetime] = []
+        for item in items[:count]:
+            if isinstance(item, sq.Cti):
+                cti = max(to_micros(item.time), cti if cti is not None else to_micros(item.time))
+            elif cti is None or to_micros(item.start) >= cti:  # DROP: an event before the CTI is removed
+                image: Lifetime | None = (to_micros(item.start), to_micros(item.end), item.payload)
+                for _, _, twin, _ in chain:
+                    image = None if image is None else twin(image)
+                if image is not None:
+                    images.append(image)
+        result = sq.reference.run(q, {"in": ReferenceInput(items[:count])}, output)
+        output_cti = None if cti is None else cti + moved
+        assert result.final_cti == (None if output_cti is None else from_micros(output_cti)), f"CTI at {count}"
+        final = [e for e in images if output_cti is not None and e[0] < output_cti]
+        expected: Counter[Hashable]
+        if output is sq.Shape.INTERVAL:
+            expected = Counter((_at(s), _at(e), p) for s, e, p in final)
+        elif output is sq.Shape.POINT:
+            expected = Counter((_at(s), _at(s + 1), p) for s, _, p in final)
+        else:
+            expected = Counter([(sq.EdgeKind.START, _at(s), _at(s), p) for s, _, p in final]
+                               + [(sq.EdgeKind.END, _at(e), _at(s), p) for s, e, p in final if e != INFINITY_MICROS])
+        now = released(result, output)
+        assert now == expected, f"at {count} items: missing {expected - now}, not final {now - expected}"

@@ -10,6 +10,7 @@ import streamql as sq
 from support.frames import bind, frame
 from support.streams import P, advance_settings, build, inputs, pipelines
 from support.depth import examples
+from support.must_release import check_release
 
 
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -32,3 +33,4 @@ def test_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> Non
                shuffled=arrival_order == "shuffled")
     actual = bind(sq.Binder(spark), source, df, shape, at, arrival=arrival).run(q, output=output)
     assert actual == expected
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)

@@ -21,6 +21,7 @@ from streamql.time import from_micros
 from support.as_of_cases import CASES, Case, Tick
 from support.frames import bind, frame
 from support.depth import examples
+from support.must_release import check_release
 from support.streams import (SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
                              pipelines, us)
 
@@ -32,8 +33,10 @@ def spark_run(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, tuple[sq.
     """The reference's Result and Spark's for ``q`` over ``sides`` (those it reads, by name)."""
     read = inputs_of(q.node)
     used = {name: side for name, side in sides.items() if name in read}
-    expected = sq.reference.run(q, {name: sq.reference.ReferenceInput(items, at, "drop" if bad_rows == "drop" else "error")
-                                    for name, (_, _, items, at) in used.items()}, output=output)
+    reference_inputs = {name: sq.reference.ReferenceInput(items, at, "drop" if bad_rows == "drop" else "error")
+                        for name, (_, _, items, at) in used.items()}
+    expected = sq.reference.run(q, reference_inputs, output=output)
+    check_release(q, reference_inputs, output, expected)  # the reference releases what it must
     binder = sq.Binder(spark)
     for seed, (name, (source, shape, items, at)) in enumerate(used.items()):
         df = frame(spark, payload, shape, items, partitions=partitions, arrival=arrival, seed=seed)

@@ -26,6 +26,7 @@ from support.frames import bind, frame
 from support.incremental import released_values
 from support.streams import P, advance_settings, build, edge_items, pipelines, us
 from support.depth import examples
+from support.must_release import check_release
 
 UTC = timezone.utc
 INF = sq.INFINITY
@@ -581,3 +582,4 @@ def test_edge_inputs_on_spark_equal_the_reference(spark: SparkSession, data: st.
             binder.run(q, output=output)
         return
     assert binder.run(q, output=output) == expected
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at, bad_rows)}, output, expected)

@@ -20,6 +20,7 @@ from support.frames import bind, frame
 from support.seeds import every_event
 from support.streams import P, Tied, build, crowded_inputs, pipelines, tied_payloads, us
 from support.depth import examples
+from support.must_release import check_release
 
 EsperOp = tuple[str, int]
 
@@ -98,6 +99,7 @@ def run_both(spark: SparkSession, source: sq.Stream[Any], payload: type[Any], sh
              partitions: int = 3) -> tuple[sq.Result[Any], sq.Result[Any]]:
     """(Spark's Result, the reference's Result) of ``q`` over ``items`` bound as input ``"in"``."""
     expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)  # and releases what it must
     df = frame(spark, payload, shape, items, partitions=partitions)
     actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
     return actual, expected

@@ -17,6 +17,7 @@ import streamql as sq
 from streamql.query.nodes import inputs_of
 from support.frames import bind, frame
 from support.depth import examples
+from support.must_release import check_release
 from support.streams import P, advance_settings, build, inputs, payloads, pipelines, us
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -37,8 +38,9 @@ def run_both(spark: SparkSession, q: sq.Stream[Any], left: Side, right: Side | N
              arrival: bool = False) -> tuple[sq.Result[Any], sq.Result[Any]]:
     """The reference's Result and Spark's for ``q`` over the inputs (the right one when given)."""
     sides = [(LEFT, left, settings_[0], 1)] + ([(RIGHT, right, settings_[1], 2)] if right is not None else [])
-    expected = sq.reference.run(q, {name: sq.reference.ReferenceInput(items, at)
-                                    for name, (_, _, items), at, _ in sides}, output=output)
+    reference_inputs = {name: sq.reference.ReferenceInput(items, at) for name, (_, _, items), at, _ in sides}
+    expected = sq.reference.run(q, reference_inputs, output=output)
+    check_release(q, reference_inputs, output, expected)  # the reference releases what it must
     binder = sq.Binder(spark)
     for _, (source, shape, items), at, seed in sides:
         df = frame(spark, P, shape, items, partitions=partitions, arrival=arrival, seed=seed)

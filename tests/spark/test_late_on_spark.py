@@ -21,6 +21,7 @@ import streamql as sq
 from streamql.errors import BindingError
 from support.frames import bind, frame
 from support.depth import examples
+from support.must_release import check_release
 from support.streams import P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, pipelines, us
 
 UTC = timezone.utc
@@ -81,6 +82,7 @@ def test_late_records_on_spark_equal_the_reference(spark: SparkSession, data: st
     note(f"records: {actual.late}")
     assert without_reason(actual.late) == without_reason(expected.late)
     assert actual == attrs.evolve(expected, late=actual.late)
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at, bad_rows="drop")}, sq.Shape.INTERVAL, expected)
 
 
 @settings(SPARK_EXAMPLES, max_examples=examples(10))
@@ -102,6 +104,7 @@ def test_late_records_of_edges_on_spark_equal_the_reference(spark: SparkSession,
     note(f"records: {actual.late}")
     assert without_reason(actual.late) == without_reason(expected.late)
     check_counts(actual)
+    check_release(source, {"in": sq.reference.ReferenceInput(items, at, bad_rows="drop")}, sq.Shape.INTERVAL, expected)
 
 
 # --- hand-worked -------------------------------------------------------------------------------

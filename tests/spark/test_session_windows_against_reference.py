@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from support.frames import bind, frame
 from support.depth import examples
+from support.must_release import check_release
 from support.streams import SPARK_EXAMPLES, P, advance_settings, build, inputs, pipelines, us
 
 
@@ -103,6 +104,7 @@ def check(spark: SparkSession, data: st.DataObject) -> None:
     df = frame(spark, P, shape, items, partitions=partitions)
     actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
     assert actual == expected
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)
 
 
 @settings(SPARK_EXAMPLES, max_examples=examples(10))

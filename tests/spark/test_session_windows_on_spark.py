@@ -22,6 +22,7 @@ from support.seeds import every_event
 from support.session_views import (ALL_USERS, ALL_USERS_FLUSHED, PER_USER, PER_USER_FLUSHED, PER_USER_PIECES,
                                    PER_USER_PIECES_FLUSHED, VIEWS, VIEWS_IN, View, m)
 from support.depth import examples
+from support.must_release import check_release
 from support.streams import SPARK_EXAMPLES, P, inputs, us
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1_000_000, flush=True))
@@ -75,6 +76,7 @@ def test_sessions_crossing_many_range_borders(spark: SparkSession, data: st.Data
     expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)})
     df = frame(spark, P, shape, items, partitions=data.draw(st.integers(1, 3), label="partitions"))
     assert bind(sq.Binder(spark), source, df, shape, at).run(q) == expected
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, sq.Shape.INTERVAL, expected)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from streamql.spark import snapshot
 from streamql.time import to_micros
 from support.frames import bind, frame
 from support.depth import examples
+from support.must_release import check_release
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1, flush=True))
 SOURCE = "readings"
@@ -103,6 +104,7 @@ def run(spark: SparkSession, q: sq.Stream[Any], source: sq.Stream[Reading], item
     df = frame(spark, Reading, shape, items, partitions=partitions)
     actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
     assert actual == expected
+    check_release(q, {SOURCE: sq.reference.ReferenceInput(items, at)}, output, expected)
     return actual
 
 

@@ -15,6 +15,7 @@ import streamql as sq
 from support.frames import bind, frame
 from support.streams import P, build, inputs, pipelines, us
 from support.depth import examples
+from support.must_release import check_release
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     df = frame(spark, P, shape, items, partitions=partitions)
     actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
     assert actual == expected
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)
 
 
 @settings(max_examples=examples(18), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -17,6 +17,7 @@ from streamql.spark.schema import collectable, payload_from_row
 from streamql.spark.columns import END, START
 from streamql.time import from_micros
 from support.frames import bind, frame
+from support.must_release import check_release
 from support.streams import advance_settings, us
 
 
@@ -54,11 +55,14 @@ def ordered(values: list[Any], q: sq.Stream[Any]) -> list[Any]:
 def expected_after(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: int, final: bool,
                    output: sq.Shape) -> list[Any]:
     """What the reference releases over the first ``cut`` items of every input (flushing only when
-    ``final``)."""
-    result = sq.reference.run(q, {
+    ``final``) — after checking that it is what must be released there (``support.must_release``),
+    so that a comparison with it never passes on output held back."""
+    reference_inputs = {
         name: sq.reference.ReferenceInput(i.items[:cut], i.settings if final or i.settings is None else i.settings.without_flush(),
                                           i.bad_rows)
-        for name, i in inputs.items()}, output)
+        for name, i in inputs.items()}
+    result = sq.reference.run(q, reference_inputs, output)
+    check_release(q, reference_inputs, output, result)
     return ordered(result.edges if output is sq.Shape.EDGE else result.events, q)
 
 

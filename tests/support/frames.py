@@ -60,3 +60,23 @@ def bind(binder: sq.Binder, stream: sq.Stream[Any], df: DataFrame, shape: sq.Sha
         arrival="arrival" if arrival else None, advance_time=settings,
         bad_rows="drop" if bad_rows == "drop" else "error",
     )
+
+
+#: a CTI time before every CTI the shared strategies can give an input (CTI rows and event starts
+#: are at or after 0; generation delays are at most 10 ticks)
+EARLIEST_CTI = -1000
+
+
+def imported_after_importer(payload: type[Any], shape: sq.Shape, items: Sequence[Any],
+                            settings: sq.AdvanceTimeSettings | None, importer_items: Sequence[Any]) -> list[Any]:
+    """The items of an input whose CTIs another input imports, as the reference evaluator must see
+    them when neither input is bound with an ``arrival`` column: the importer's own events are taken
+    to arrive before every imported CTI (DESIGN §5), so on the reference's one clock (list positions)
+    this input's items come after all of the importer's. CTI rows at ``EARLIEST_CTI``, before every
+    CTI the input has, fill the first positions and change nothing — unless the input never has a
+    CTI at all: then nothing is imported, the order does not matter and the items stay as they are."""
+    alone = sq.input("source", payload, shape)
+    result = sq.reference.run(alone, {"source": sq.reference.ReferenceInput(items, settings, "drop")})
+    if result.final_cti is None:
+        return list(items)
+    return [sq.Cti(EARLIEST_CTI) for _ in importer_items] + list(items)

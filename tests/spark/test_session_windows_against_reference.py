@@ -125,6 +125,13 @@ def _summary(w: sq.Window[P]) -> P:
 
 
 @st.composite
+def flushing_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
+    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 3)),
+                                                           delay=us(draw(st.sampled_from([0, 3]))), flush=True),
+                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
+
+
+@st.composite
 def after_windows_in_group_apply(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[P]:
     """``group_apply`` whose sub-query is a session or count window followed by another operator: a
     snapshot or tumbling window, a where, a join or an anti-join with the group's own events (whose
@@ -159,7 +166,8 @@ def test_operators_after_windows_in_group_apply_on_spark_equal_reference(spark: 
                                                                          data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     items = data.draw(inputs(shape, open_ends=True), label="items")
-    at = data.draw(advance_settings(), label="settings")
+    # mostly CTIs after every few events and a flush (else any settings): most examples release
+    at = data.draw(st.one_of(flushing_settings(), advance_settings()), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(after_windows_in_group_apply(source), label="query")
     note(f"query tree: {q.node!r}")

@@ -81,7 +81,9 @@ def bad_rows(prepared: DataFrame, arrival: Column, payload: Sequence[str]) -> Da
     kind = F.col(KIND)
     return prepared.filter(F.col(BAD).isNotNull()).select(*_record(
         arrival, BAD_ROW, _kind_name(kind), F.col(START),
-        F.when(kind == scan.START_EDGE, F.lit(None)).otherwise(F.col(END)), None, None, None, payload, F.col(BAD)))
+        # a start edge and a CTI row have no end given (an EDGE input's scan holds INFINITY there)
+        F.when((kind == scan.START_EDGE) | (kind == scan.CTI), F.lit(None)).otherwise(F.col(END)), None, None, None,
+        payload, F.col(BAD)))
 
 
 def decided_rows(events: DataFrame, arrival: Column, payload: Sequence[str]) -> DataFrame:
@@ -167,7 +169,9 @@ def late_frame(inputs: Mapping[str, tuple[PayloadSchema, DataFrame]]) -> DataFra
     frames = [frame.select(F.lit(name).alias("input"), F.col(L_ARRIVAL).alias("arrival"),
                            F.col(L_ACTION).alias("action"), F.col(L_KIND).alias("kind"),
                            *[_timestamp(F.col(c)).alias(n) for c, n in zip(_TIMES, COLUMNS[4:9])],
-                           structs[name].alias("payload"), F.col(L_REASON).alias("reason"))
+                           # a CTI row has no payload: None, as for a bad row without one
+                           F.when(F.col(L_KIND) == "CTI", F.lit(None)).otherwise(structs[name]).alias("payload"),
+                           F.col(L_REASON).alias("reason"))
               for name, (_, frame) in inputs.items()]
     out = frames[0]
     for more in frames[1:]:
@@ -199,7 +203,8 @@ def late_records(name: str, schema: PayloadSchema, frame: DataFrame) -> list[Lat
 
     records = [Late(input=name, arrival=r[0], action=r[1], kind=r[2], start=time(r[3]), end=time(r[4]),
                     cti=time(r[5]), new_start=time(r[6]), new_end=time(r[7]),
-                    payload=payload_from_row(schema, r[9:9 + count]), reason=r[8]) for r in rows]
+                    payload=None if r[2] == "CTI" else payload_from_row(schema, r[9:9 + count]), reason=r[8])
+               for r in rows]
     return sorted(records, key=late_order)
 
 

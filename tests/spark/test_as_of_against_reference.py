@@ -19,7 +19,7 @@ from streamql.query.nodes import inputs_of
 from streamql.spark.explain import plan_lines
 from streamql.time import from_micros
 from support.as_of_cases import CASES, Case, Tick
-from support.frames import bind, frame
+from support.frames import bind, frame, imported_after_importer
 from support.depth import examples
 from support.must_release import check_release
 from support.streams import (SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
@@ -29,12 +29,14 @@ from support.streams import (SPARK_EXAMPLES, P, advance_settings, build, crowded
 def spark_run(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any],
                                                                           sq.AdvanceTimeSettings | None]],
               output: sq.Shape, *, payload: type[Any] = P, partitions: int = 2, arrival: bool = False,
-              bad_rows: str = "error") -> tuple[sq.Result[Any], sq.Result[Any]]:
-    """The reference's Result and Spark's for ``q`` over ``sides`` (those it reads, by name)."""
+              bad_rows: str = "error", reference_left: list[Any] | None = None) -> tuple[sq.Result[Any], sq.Result[Any]]:
+    """The reference's Result and Spark's for ``q`` over ``sides`` (those it reads, by name);
+    ``reference_left``: the items of ``"left"`` in the reference's order, when that is not Spark's."""
     read = inputs_of(q.node)
     used = {name: side for name, side in sides.items() if name in read}
-    reference_inputs = {name: sq.reference.ReferenceInput(items, at, "drop" if bad_rows == "drop" else "error")
-                        for name, (_, _, items, at) in used.items()}
+    reference_inputs = {name: sq.reference.ReferenceInput(
+        reference_left if name == "left" and reference_left is not None else items, at,
+        "drop" if bad_rows == "drop" else "error") for name, (_, _, items, at) in used.items()}
     expected = sq.reference.run(q, reference_inputs, output=output)
     check_release(q, reference_inputs, output, expected)  # the reference releases what it must
     binder = sq.Binder(spark)
@@ -115,14 +117,15 @@ def pairs(l: P, r: P) -> P:
 
 def check(spark: SparkSession, data: st.DataObject, q: sq.Stream[Any],
           sides: dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any], sq.AdvanceTimeSettings | None]],
-          arrival: bool = False) -> None:
+          arrival: bool = False, reference_left: list[Any] | None = None) -> None:
     """``arrival``: bind arrival columns (an input importing another's CTIs shares the reference's
-    one clock with it only through them)."""
+    one clock with it only through them); ``reference_left``: the left items in the reference's
+    order, when that is not Spark's (an import without arrival columns)."""
     note(f"query tree: {q.node!r}")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     edges = any(shape is sq.Shape.EDGE for _, shape, _, _ in sides.values())
     expected, actual = spark_run(spark, q, sides, output, partitions=data.draw(st.integers(1, 3), label="partitions"),
-                                 bad_rows="drop" if edges else "error", arrival=arrival)
+                                 bad_rows="drop" if edges else "error", arrival=arrival, reference_left=reference_left)
     event(f"released {'some' if expected.events or expected.edges else 'none'}")
     assert actual == expected
 
@@ -170,11 +173,18 @@ def test_as_of_joins_and_signals_among_windows_and_groups_equal_reference(spark:
                                                           w.max(lambda e: e.o)))
     lset, rset = data.draw(side_settings(), label="left settings"), data.draw(side_settings(), label="right settings")
     imports = data.draw(st.integers(0, 3), label="import") == 0
+    arrival = False
+    reference_litems = None
     if imports:
         rset = sq.AdvanceTimeSettings(None if rset is None else rset.generation, sq.AdvanceTimeImport("left"),
                                       sq.AdvanceTimePolicy.DROP if rset is None else rset.policy)
+        # with arrival columns both inputs share one clock; without, the right's events are taken
+        # to arrive before every imported CTI (DESIGN §5): the reference sees the left's items after
+        arrival = data.draw(st.booleans(), label="arrival columns")
+        if not arrival and "right" in inputs_of(q.node):
+            reference_litems = imported_after_importer(P, lshape, litems, lset, ritems)
     sides = {"left": (lsource, lshape, litems, lset), "right": (rsource, rshape, ritems, rset)}
-    check(spark, data, q, sides, arrival=imports)
+    check(spark, data, q, sides, arrival=arrival, reference_left=reference_litems)
 
 
 # --- plans ------------------------------------------------------------------------------------------------

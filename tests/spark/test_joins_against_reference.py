@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.query.nodes import inputs_of
-from support.frames import bind, frame
+from support.frames import bind, frame, imported_after_importer
 from support.depth import examples
 from support.must_release import check_release
 from support.streams import P, advance_settings, build, inputs, payloads, pipelines, us
@@ -35,10 +35,14 @@ Side = tuple[sq.Stream[Any], sq.Shape, list[Any]]
 def run_both(spark: SparkSession, q: sq.Stream[Any], left: Side, right: Side | None,
              settings_: tuple[sq.AdvanceTimeSettings | None, sq.AdvanceTimeSettings | None] = (FLUSH, FLUSH),
              output: sq.Shape = sq.Shape.INTERVAL, *, partitions: int = 2,
-             arrival: bool = False) -> tuple[sq.Result[Any], sq.Result[Any]]:
-    """The reference's Result and Spark's for ``q`` over the inputs (the right one when given)."""
+             arrival: bool = False, reference_left: list[Any] | None = None) -> tuple[sq.Result[Any], sq.Result[Any]]:
+    """The reference's Result and Spark's for ``q`` over the inputs (the right one when given);
+    ``reference_left``: the left items in the reference's order, when that is not Spark's (an
+    import without arrival columns)."""
     sides = [(LEFT, left, settings_[0], 1)] + ([(RIGHT, right, settings_[1], 2)] if right is not None else [])
-    reference_inputs = {name: sq.reference.ReferenceInput(items, at) for name, (_, _, items), at, _ in sides}
+    reference_inputs = {name: sq.reference.ReferenceInput(
+        reference_left if name == LEFT and reference_left is not None else items, at)
+        for name, (_, _, items), at, _ in sides}
     expected = sq.reference.run(q, reference_inputs, output=output)
     check_release(q, reference_inputs, output, expected)  # the reference releases what it must
     binder = sq.Binder(spark)
@@ -245,17 +249,21 @@ def check(spark: SparkSession, data: st.DataObject, around: bool) -> None:
     lset = data.draw(side_settings(), label="left settings")
     rset = data.draw(side_settings(), label="right settings")
     arrival = False
+    reference_litems = litems
+    reads_right = RIGHT in inputs_of(q.node)
     if data.draw(st.integers(0, 7), label="import") == 0:
-        # the right input also takes the left's CTIs; with arrival columns both share one clock
+        # the right input also takes the left's CTIs: with arrival columns both share one clock;
+        # without, the right's events are taken to arrive before every imported CTI (DESIGN §5)
         generation = None if rset is None else rset.generation
         rset = sq.AdvanceTimeSettings(generation, sq.AdvanceTimeImport(LEFT),
                                       sq.AdvanceTimePolicy.DROP if rset is None else rset.policy)
-        arrival = True
+        arrival = data.draw(st.booleans(), label="arrival columns")
+        if not arrival and reads_right:
+            reference_litems = imported_after_importer(P, lshape, litems, lset, ritems)
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
-    reads_right = RIGHT in inputs_of(q.node)
     expected, actual = run_both(spark, q, (lsource, lshape, litems), (rsource, rshape, ritems) if reads_right else None,
                                 (lset, rset), output, partitions=data.draw(st.integers(1, 3), label="partitions"),
-                                arrival=arrival)
+                                arrival=arrival, reference_left=reference_litems)
     event(f"released {'some' if expected.events or expected.edges else 'none'}")
     assert actual == expected
 

@@ -1,7 +1,9 @@
 """Late events you can see, on Spark (API.md "Late events you can see"; docs/late-events.md):
 ``Binder.run(q, late=True)`` gives the reference evaluator's ``Result.late`` for random inputs of
 every shape, policy, arrival order and bad rows; the counts equal the records; ``Binder.late``'s
-rows are the same records with the payload as a struct; ``write(late_path=...)`` writes them."""
+rows are the same records with the payload as a struct; ``write(late_path=...)`` writes them. The
+hand-worked cases of ``support/late_cases.py`` on Spark; several inputs with bad rows of every kind,
+CTI rows with a null time (Spark's ``"CTI"`` records) among them."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +21,9 @@ from pyspark.sql import types as T
 
 import streamql as sq
 from streamql.errors import BindingError
-from support.frames import bind, frame
+from support.frames import NullCti, bind, frame
 from support.depth import examples
+from support.late_cases import CASES, Case, Reading
 from support.must_release import check_release
 from support.streams import P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, pipelines, us
 
@@ -182,6 +185,20 @@ def test_late_frame_of_two_inputs_merges_their_payload_fields(spark: SparkSessio
     assert result.late[1].payload == Q("z", 3.5)
 
 
+def test_a_cti_row_with_a_null_time_is_a_bad_row_of_kind_cti(spark: SparkSession) -> None:
+    # a CTI row carries only its time: without one it is a bad row (Spark only: the reference's
+    # sq.Cti needs a time), with no payload; the CTI row at 20 after it still applies
+    items = [sq.Insert(10, 11, P(1, 1, "a", None)), NullCti(), sq.Cti(20), sq.Insert(15, 16, P(2, 2, "b", None))]
+    binder, source = points_binder(spark, items, None, arrival=True)
+    result = binder.run(source, late=True)
+    assert (result.dropped, result.bad_rows) == (1, 1)
+    assert [(r.arrival, r.action, r.kind, r.start, r.cti, r.payload) for r in result.late] == [
+        (1, "bad_row", "CTI", None, None, None), (3, "dropped", "INSERT", t(15), t(20), P(2, 2, "b", None))]
+    assert result.late[0].reason is not None
+    rows = sorted(binder.late(source).collect(), key=lambda r: r["arrival"])
+    assert [(r["kind"], r["payload"]) for r in rows] == [("CTI", None), ("INSERT", T.Row(k=2, v=2, s="b", o=None))]
+
+
 @pytest.mark.parametrize("format", ["parquet", "csv"])
 def test_write_puts_the_late_records_at_late_path(spark: SparkSession, tmp_path: Path, format: str) -> None:
     items = [sq.Insert(10, 11, P(1, 1, "a", None)), sq.Insert(20, 21, P(2, 2, "b", None)),
@@ -201,3 +218,108 @@ def test_write_puts_the_late_records_at_late_path(spark: SparkSession, tmp_path:
     with pytest.raises(BindingError, match="late_path .* already exists"):
         binder.write(source, str(tmp_path / "out2"), format=format, late_path=late_path)
     assert not (tmp_path / "out2").exists()
+
+
+# --- the hand-worked cases of support/late_cases.py --------------------------------------------
+
+
+#: every case but ``bad_point``: a POINT input on Spark is bound with a start column only, so an end
+#: that is not one tick after the start cannot be given
+SPARK_CASES = [c for c in CASES if c.name != "bad_point"]
+
+
+@pytest.mark.parametrize("case", SPARK_CASES, ids=[c.name for c in SPARK_CASES])
+def test_hand_worked_late_case_on_spark(spark: SparkSession, case: Case) -> None:
+    """Each case's records (without reasons), counts and INTERVAL output on Spark, every input bound
+    with an ``arrival`` column (the list position: the reference's one clock, imports included) and
+    its rows shuffled over two partitions."""
+    streams = {name: sq.input(name, Reading, side.shape) for name, side in case.sides.items()}
+    binder = sq.Binder(spark)
+    for seed, (name, side) in enumerate(case.sides.items()):
+        df = frame(spark, Reading, side.shape, side.items, partitions=2, arrival=True, seed=seed)
+        binder = bind(binder, streams[name], df, side.shape, side.settings, arrival=True, bad_rows=side.bad_rows)
+    result = binder.run(case.query(streams), late=True)
+    assert without_reason(result.late) == without_reason(case.late)
+    assert (result.dropped, result.adjusted, result.bad_rows) == case.counts
+    assert [(e.start, e.end, e.payload) for e in result.events] == [
+        (t(s), sq.INFINITY if e is None else t(e), p) for s, e, p in case.interval]
+
+
+# --- several inputs, every kind of bad row -------------------------------------------------------
+
+
+@st.composite
+def with_every_bad_row(draw: st.DrawFn, items: list[Any], shape: sq.Shape) -> list[Any]:
+    """``items`` with up to three items made bad rows, each of a kind drawn: a null in a payload field
+    that is not Optional, a null start, a null end, an end at or before the start (an INTERVAL event
+    or an end edge), or a CTI row with a null time put in (on Spark only: ``NullCti``). An EDGE input
+    has unmatched end edges already (``edge_items``)."""
+    out = list(items)
+    for _ in range(draw(st.integers(0, 3), label="bad rows")):
+        kind = draw(st.sampled_from(["null payload", "null start", "null end", "empty", "null cti"]), label="bad kind")
+        position = draw(st.integers(0, len(out)), label="bad position")
+        if kind == "null cti":
+            out.insert(position, NullCti())
+            continue
+        if position == len(out) or not isinstance(out[position], (sq.Insert, sq.StartEdge, sq.EndEdge)):
+            continue
+        item = out[position]
+        has_end = isinstance(item, sq.EndEdge) or (isinstance(item, sq.Insert) and shape is sq.Shape.INTERVAL)
+        if kind == "null payload":
+            out[position] = attrs.evolve(item, payload=dataclasses.replace(item.payload, k=cast(Any, None)))
+        elif kind == "null start":
+            out[position] = attrs.evolve(item, start=None)
+        elif kind == "null end" and has_end:
+            out[position] = attrs.evolve(item, end=None)
+        elif kind == "empty" and has_end:
+            out[position] = attrs.evolve(item, end=item.start - draw(st.integers(0, 2), label="before"))
+    return out
+
+
+def as_the_reference_sees(name: str, items: Sequence[Any]) -> tuple[list[Any], list[int], list[sq.Late]]:
+    """The items without the CTI rows with a null time (the reference evaluator has no such item),
+    where each of those left goes (its position on Spark), and the record Spark gives each."""
+    kept = [position for position, item in enumerate(items) if not isinstance(item, NullCti)]
+    null_ctis = [sq.Late(name, position, "bad_row", "CTI", None, None, None, None, None, None, "null CTI time")
+                 for position, item in enumerate(items) if isinstance(item, NullCti)]
+    return [items[position] for position in kept], kept, null_ctis
+
+
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@given(data=st.data())
+def test_late_records_of_several_inputs_with_every_bad_row_on_spark(spark: SparkSession, data: st.DataObject) -> None:
+    """A union of a POINT or INTERVAL input and an EDGE input (each through a pipeline), each with
+    its own settings and bad rows of every kind: the records on Spark are the reference's — with the
+    records of the CTI rows with a null time (kind ``"CTI"``, Spark only) added and the reference's
+    arrivals mapped back to the positions on Spark — and the counts are the records'."""
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    sides = {"events": (shape, data.draw(with_every_bad_row(data.draw(inputs(shape), label="events"), shape))),
+             "edges": (sq.Shape.EDGE, data.draw(with_every_bad_row(data.draw(edge_items(), label="edges"),
+                                                                      sq.Shape.EDGE)))}
+    streams = {name: sq.input(name, P, side_shape) for name, (side_shape, _) in sides.items()}
+    settings_ = {name: data.draw(advance_settings(), label=f"{name} settings") for name in sides}
+    q = build(streams["events"], data.draw(pipelines(), label="events ops")).union(
+        build(streams["edges"], data.draw(pipelines(), label="edges ops")))
+    arrival = data.draw(st.booleans(), label="arrival columns")
+    # no imports: the inputs are independent, so leaving an item out of one input's list (which
+    # moves its later items on the reference's one clock) changes nothing else
+    given_inputs, positions, expected_late = {}, {}, []
+    for name, (_, items) in sides.items():
+        reference_items, positions[name], null_ctis = as_the_reference_sees(name, items)
+        given_inputs[name] = sq.reference.ReferenceInput(reference_items, settings_[name], bad_rows="drop")
+        expected_late += null_ctis
+    expected = sq.reference.run(q, given_inputs, late=True)
+    check_counts(expected)
+    expected_late += [attrs.evolve(r, arrival=positions[r.input][cast(int, r.arrival)]) for r in expected.late]
+    binder = sq.Binder(spark)
+    for seed, (name, (side_shape, items)) in enumerate(sides.items()):
+        df = frame(spark, P, side_shape, items, partitions=data.draw(st.integers(1, 3), label="partitions"),
+                   arrival=arrival, seed=seed)
+        binder = bind(binder, streams[name], df, side_shape, settings_[name], arrival=arrival, bad_rows="drop")
+    actual = binder.run(q, late=True)
+    note(f"records: {actual.late}")
+    check_counts(actual)
+    assert sorted(without_reason(actual.late), key=lambda r: (r.input, r.arrival)) == sorted(
+        without_reason(expected_late), key=lambda r: (r.input, r.arrival))
+    null_cti_rows = sum(1 for _, items in sides.values() for item in items if isinstance(item, NullCti))
+    assert actual == attrs.evolve(expected, late=actual.late, bad_rows=expected.bad_rows + null_cti_rows)

@@ -1,5 +1,6 @@
 """Property tests for session windows on Spark: random inputs (points, intervals, events that never
-end), advance-time settings, pipelines before the window, gaps and maximum durations; ungrouped,
+end, edges with late, missing and unmatched end edges; in storage order or shuffled with an arrival
+column), advance-time settings, pipelines before the window, gaps and maximum durations; ungrouped,
 grouped (by a nullable key too), inside ``group_apply`` (and grouped there: two key columns); every
 aggregate (a user-defined one over clipped lifetimes too) and every output shape give identical
 Results on Spark and in the reference evaluator (the specification). Ungrouped windows over many
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
@@ -18,7 +19,7 @@ import streamql as sq
 from support.frames import bind, frame
 from support.depth import examples
 from support.must_release import check_release
-from support.streams import SPARK_EXAMPLES, P, advance_settings, build, inputs, pipelines, us
+from support.streams import SPARK_EXAMPLES, P, advance_settings, build, edge_items, inputs, pipelines, us
 
 
 @dataclass(frozen=True)
@@ -91,23 +92,90 @@ def session_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
 
 
 def check(spark: SparkSession, data: st.DataObject) -> None:
-    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape, open_ends=True), label="items")
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.EDGE]), label="shape")
+    if shape is sq.Shape.EDGE:  # late, missing and unmatched end edges: bad rows dropped
+        items = data.draw(edge_items(), label="items")
+    else:
+        items = data.draw(inputs(shape, open_ends=True), label="items")
+    bad_rows: Literal["error", "drop"] = "drop" if shape is sq.Shape.EDGE else "error"
     at = data.draw(advance_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(session_queries(source), label="query")
     note(f"query tree: {q.node!r}")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     partitions = data.draw(st.integers(1, 3), label="partitions")
-    expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
+    # an arrival column (rows shuffled, only it gives the order), or storage order
+    arrival = data.draw(st.booleans(), label="arrival column")
+    expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at, bad_rows)}, output=output)
     event(f"released {'some' if expected.events or expected.edges else 'none'}")
-    df = frame(spark, P, shape, items, partitions=partitions)
-    actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
+    df = frame(spark, P, shape, items, partitions=partitions, arrival=arrival, seed=len(items))
+    actual = bind(sq.Binder(spark), source, df, shape, at, arrival=arrival, bad_rows=bad_rows).run(q, output=output)
     assert actual == expected
-    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at, bad_rows)}, output, expected)
 
 
 @settings(SPARK_EXAMPLES, max_examples=examples(10))
 @given(data=st.data())
 def test_session_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     check(spark, data)
+
+
+# --- operators after a session or count window inside group_apply ---------------------------------
+
+def _summary(w: sq.Window[P]) -> P:
+    return P(w.count(), sq.coalesce(w.sum(lambda e: e.v), 0), "w", w.max(lambda e: e.o))
+
+
+@st.composite
+def flushing_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
+    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 3)),
+                                                           delay=us(draw(st.sampled_from([0, 3]))), flush=True),
+                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
+
+
+@st.composite
+def after_windows_in_group_apply(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[P]:
+    """``group_apply`` whose sub-query is a session or count window followed by another operator: a
+    snapshot or tumbling window, a where, a join or an anti-join with the group's own events (whose
+    CTI is the group's input CTI, not the window's)."""
+    q = build(source, draw(pipelines(), label="pipeline"))
+    window = draw(st.sampled_from(["session", "count"]), label="window")
+    gap = us(draw(st.integers(1, 20), label="gap"))
+    longest = draw(st.one_of(st.none(), st.integers(1, 30)), label="max_duration")
+    n = draw(st.integers(1, 3), label="count")
+    after = draw(st.sampled_from(["snapshot", "tumbling", "where", "join", "anti_join"]), label="after")
+    shift = us(draw(st.integers(-10, 10), label="shift"))
+
+    def apply(s: sq.Stream[P]) -> sq.Stream[P]:
+        windowed = (s.session_window(gap, None if longest is None else us(longest)) if window == "session"
+                    else s.count_window(n)).select(_summary)
+        if after == "snapshot":
+            return windowed.snapshot_window().select(_summary)
+        if after == "tumbling":
+            return windowed.tumbling_window(us(10)).select(_summary)
+        if after == "where":
+            return windowed.where(lambda e: e.k > 1)
+        if after == "join":
+            return windowed.join(s.shift(shift), lambda l, r: l.v >= r.v, lambda l, r: P(l.k, r.v, r.s, l.o))
+        return windowed.anti_join(s.shift(shift), lambda l, r: l.k == r.k)
+
+    return q.group_apply(lambda e: e.k % 2, apply, lambda key, e: P(key, e.k, e.s, e.v))
+
+
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@given(data=st.data())
+def test_operators_after_windows_in_group_apply_on_spark_equal_reference(spark: SparkSession,
+                                                                         data: st.DataObject) -> None:
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(inputs(shape, open_ends=True), label="items")
+    # mostly CTIs after every few events and a flush (else any settings): most examples release
+    at = data.draw(st.one_of(flushing_settings(), advance_settings()), label="settings")
+    source = sq.input("in", P, shape)
+    q = data.draw(after_windows_in_group_apply(source), label="query")
+    note(f"query tree: {q.node!r}")
+    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
+    event(f"released {'some' if expected.events or expected.edges else 'none'}")
+    df = frame(spark, P, shape, items, partitions=data.draw(st.integers(1, 3), label="partitions"))
+    actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
+    assert actual == expected

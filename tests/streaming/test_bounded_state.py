@@ -4,18 +4,24 @@ state per operator").
 
 Each query runs over 8 micro-batches of 10 events (points 10 us apart over three keys, a CTI
 every 5 events) through the incremental step; the test checks the state's rows after each
-micro-batch and that the releases equal the reference's."""
+micro-batch and that the releases equal the reference's. Then random inputs — late events, ADJUST,
+edges, CTI rows up to INFINITY — in random micro-batches, through pipelines and windows: after every
+micro-batch the state holds no input event that ends before what the query can still need.
+"""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.query.nodes import inputs_of
-from support.incremental import StreamInput, expected_after, run_in_steps
-from support.streams import P, us
+from support.depth import examples
+from support.incremental import StreamInput, cuts, expected_after, flushing, pipeline_floor, run_in_steps
+from support.streams import SPARK_EXAMPLES, P, build, edge_items, inputs, pipelines, us
 
 STEPS, PER_STEP = 8, 10
 SETTINGS = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=5))
@@ -32,6 +38,8 @@ def lasting(q: sq.Stream[P]) -> sq.Stream[P]:
 
 
 Query = Callable[[], sq.Stream[Any]]
+#: the earliest end an input event may have and still be needed, given the output floor
+Bound = Callable[[int], int]
 BOUNDED: dict[str, Query] = {
     "where/select/alter_duration": lambda: LEFT.where(lambda e: e.v % 2 == 0).select(
         lambda e: P(e.k, e.v + 1, e.s, e.o)).alter_duration(us(15)),
@@ -103,3 +111,52 @@ def test_the_state_stays_bounded(spark: SparkSession, family: str) -> None:
     # a few dozen rows, and none more in the second half of the run than in the first
     assert max(sizes) <= 60, sizes
     assert max(sizes[STEPS // 2:]) <= max(sizes[:STEPS // 2]), sizes
+
+
+# --- after every micro-batch, on random inputs ---------------------------------------------------
+
+
+@st.composite
+def bounded_queries(draw: st.DrawFn, source: sq.Stream[P], shape: sq.Shape) -> tuple[sq.Stream[Any], Bound]:
+    """A pipeline of operators that map each event on its own, maybe followed (over a POINT or
+    INTERVAL input) by a tumbling or hopping window, grouped or not; and the earliest end an input
+    event may have and still be needed, given the output floor (docs/streaming.md, "The state per
+    operator": a window moves it back by its size, the pipeline by its shifts and durations)."""
+    ops = draw(pipelines(), label="pipeline")
+    q = build(source, ops)
+    window = draw(st.sampled_from(["none", "tumbling", "hopping", "grouped hopping"] if shape is not sq.Shape.EDGE
+                                  else ["none"]), label="window")
+    if window == "none":
+        return q, lambda floor: pipeline_floor(ops, floor)
+    size = draw(st.integers(1, 30), label="size")
+    hop = size if window == "tumbling" else draw(st.integers(1, 30), label="hop")
+    if window == "grouped hopping":
+        windowed: sq.Stream[Any] = q.group_by(lambda e: e.k % 3).hopping_window(us(size), us(hop)).select(
+            lambda w: counts(w.key, w))
+    else:
+        windowed = q.hopping_window(us(size), us(hop)).select(lambda w: counts(0, w))
+    return windowed, lambda floor: pipeline_floor(ops, floor - size)
+
+
+#: a minute or more an example on two shared cores (arrival columns, windows, a state count per
+#: micro-batch): the deep tier's; the default tier checks the bound in the step tests' pipelines
+@pytest.mark.slow
+@settings(SPARK_EXAMPLES, max_examples=examples(6))
+@given(data=st.data())
+def test_the_state_holds_nothing_the_ctis_have_passed(spark: SparkSession, data: st.DataObject) -> None:
+    """Random inputs (late events under DROP and ADJUST, CTI rows up to INFINITY, events that never
+    end, edges with late, missing and unmatched end edges), cut into micro-batches: after every one,
+    the input's events in the state all end at or after the earliest end the query can still need
+    — the output floor (the reference's output CTI over the input so far, held back by the edge
+    events still open) moved back as the operators say. Releases equal the reference's."""
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.EDGE]), label="shape")
+    items = data.draw(edge_items() if shape is sq.Shape.EDGE else inputs(shape, open_ends=True), label="items")
+    source = sq.input("in", P, shape)
+    q, bound = data.draw(bounded_queries(source, shape), label="query")
+    note(f"query tree: {q.node!r}")
+    sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"),
+                               "drop" if shape is sq.Shape.EDGE else "error")}
+    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    released, _ = run_in_steps(spark, q, sides, data.draw(cuts(len(items)), label="cuts"), output,
+                               arrival=data.draw(st.booleans(), label="arrival column"), state_bounds={"in": bound})
+    assert released == expected_after(q, sides, len(items), True, output)

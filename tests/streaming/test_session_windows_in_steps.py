@@ -3,7 +3,8 @@ session query has released, after every micro-batch, exactly what the reference 
 input so far, and after the final step what it releases over the whole input — while the state
 keeps only the sessions that can still change (``streamql.spark.retention``: the start of the
 earliest session reaching the output floor, less the gap). Random inputs (events that never end,
-edges with late and missing end edges), pipelines, gaps and maximum durations, grouped, ungrouped
+edges with late and missing end edges; micro-batches in storage order or shuffled with an arrival
+column), pipelines, gaps and maximum durations, grouped, ungrouped
 and inside ``group_apply``; INTERVAL, POINT and EDGE output."""
 from __future__ import annotations
 
@@ -60,7 +61,9 @@ def test_session_windows_in_micro_batches_equal_reference(spark: SparkSession, d
     sides = {"in": StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"),
                                "drop" if shape is sq.Shape.EDGE else "error")}
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
-    released, carried = run_in_steps(spark, q, sides, data.draw(cuts(len(items)), label="cuts"), output)
+    arrival = data.draw(st.booleans(), label="arrival column")
+    released, carried = run_in_steps(spark, q, sides, data.draw(cuts(len(items)), label="cuts"), output,
+                                     arrival=arrival)
     event(f"state pruned: {any(i.floor is not None for i in carried.state.inputs.values())}")
     expected = expected_after(q, sides, len(items), True, output)
     event(f"released {'some' if expected else 'none'}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
+import attrs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -12,6 +13,17 @@ import streamql as sq
 from streamql.payload import schema_of
 from streamql.spark.schema import spark_type, spark_value
 from streamql.time import to_micros
+
+
+@attrs.frozen
+class NullCti:
+    """A CTI row whose time is null: bad input that only a bound DataFrame can hold (the reference
+    evaluator's ``sq.Cti`` needs a time); on Spark a ``"bad_row"`` record of kind ``"CTI"``."""
+
+
+def _micros(t: Any) -> int | None:
+    """A time as its column holds it: a null stays null (a bad row)."""
+    return None if t is None else to_micros(t)
 
 
 def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Sequence[Any], *,
@@ -24,7 +36,8 @@ def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Seque
 
     For ``Shape.EDGE`` items (``sq.StartEdge``, ``sq.EndEdge``, ``sq.Cti``) an ``edge`` column follows
     the payload: ``"START"`` (with a null ``end``) or ``"END"``, null on CTI rows. ``first_arrival``:
-    the arrival value of the first item (a micro-batch continues its stream's clock)."""
+    the arrival value of the first item (a micro-batch continues its stream's clock). A time of
+    ``None`` is a null (a bad row); a ``NullCti`` a CTI row with a null time."""
     schema = schema_of(payload)
     edges = shape is sq.Shape.EDGE
     fields = [T.StructField("start", T.LongType()), T.StructField("end", T.LongType()),
@@ -34,17 +47,18 @@ def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Seque
         fields.append(T.StructField("edge", T.StringType()))
     rows: list[tuple[Any, ...]] = []
     for position, item in enumerate(items, start=first_arrival):
-        if isinstance(item, sq.Cti):
-            row = (to_micros(item.time), None, "CTI", position) + (None,) * len(schema.fields)
+        if isinstance(item, (sq.Cti, NullCti)):
+            row: tuple[Any, ...] = (None if isinstance(item, NullCti) else to_micros(item.time), None, "CTI", position)
+            row += (None,) * len(schema.fields)
             rows.append(row + (None,) if edges else row)
             continue
         values = tuple(spark_value(f.type, getattr(item.payload, f.name)) for f in schema.fields)
         if isinstance(item, sq.StartEdge):
-            rows.append((to_micros(item.start), None, "INSERT", position) + values + ("START",))
+            rows.append((_micros(item.start), None, "INSERT", position) + values + ("START",))
         elif isinstance(item, sq.EndEdge):
-            rows.append((to_micros(item.start), to_micros(item.end), "INSERT", position) + values + ("END",))
+            rows.append((_micros(item.start), _micros(item.end), "INSERT", position) + values + ("END",))
         else:
-            rows.append((to_micros(item.start), to_micros(item.end), "INSERT", position) + values)
+            rows.append((_micros(item.start), _micros(item.end), "INSERT", position) + values)
     if arrival and shuffled:
         random.Random(seed).shuffle(rows)
     rdd = spark.sparkContext.parallelize(rows, max(1, partitions))
@@ -60,3 +74,23 @@ def bind(binder: sq.Binder, stream: sq.Stream[Any], df: DataFrame, shape: sq.Sha
         arrival="arrival" if arrival else None, advance_time=settings,
         bad_rows="drop" if bad_rows == "drop" else "error",
     )
+
+
+#: a CTI time before every CTI the shared strategies can give an input (CTI rows and event starts
+#: are at or after 0; generation delays are at most 10 ticks)
+EARLIEST_CTI = -1000
+
+
+def imported_after_importer(payload: type[Any], shape: sq.Shape, items: Sequence[Any],
+                            settings: sq.AdvanceTimeSettings | None, importer_items: Sequence[Any]) -> list[Any]:
+    """The items of an input whose CTIs another input imports, as the reference evaluator must see
+    them when neither input is bound with an ``arrival`` column: the importer's own events are taken
+    to arrive before every imported CTI (DESIGN §5), so on the reference's one clock (list positions)
+    this input's items come after all of the importer's. CTI rows at ``EARLIEST_CTI``, before every
+    CTI the input has, fill the first positions and change nothing — unless the input never has a
+    CTI at all: then nothing is imported, the order does not matter and the items stay as they are."""
+    alone = sq.input("source", payload, shape)
+    result = sq.reference.run(alone, {"source": sq.reference.ReferenceInput(items, settings, "drop")})
+    if result.final_cti is None:
+        return list(items)
+    return [sq.Cti(EARLIEST_CTI) for _ in importer_items] + list(items)

@@ -2,7 +2,7 @@
 what it has released after every micro-batch with the reference evaluator over the input so far."""
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import attrs
 from hypothesis import strategies as st
@@ -11,11 +11,14 @@ from pyspark.sql import functions as F
 
 import streamql as sq
 from streamql.payload import sort_key
+from streamql.query import nodes
+from streamql.reference import declared_inputs
+from streamql.reference.inputs import ingest
 from streamql.spark.incremental import Carried, Plan, StateStore, empty_carried, step
 from streamql.spark.release import EDGE_KIND, EDGE_TIME
 from streamql.spark.schema import collectable, payload_from_row
 from streamql.spark.columns import END, START
-from streamql.time import from_micros
+from streamql.time import from_micros, to_micros
 from support.frames import bind, frame
 from support.must_release import check_release
 from support.streams import advance_settings, us
@@ -68,12 +71,16 @@ def expected_after(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: in
 
 def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cuts: Sequence[int],
                  output: sq.Shape, *, arrival: bool = False, store: str | None = None,
-                 check_every_step: bool = True, sizes: list[int] | None = None) -> tuple[list[Any], Carried]:
+                 check_every_step: bool = True, sizes: list[int] | None = None,
+                 state_bounds: Mapping[str, Callable[[int], int]] | None = None) -> tuple[list[Any], Carried]:
     """Runs ``q`` over micro-batches (items ``cuts[i]:cuts[i+1]`` of every input), then a final step
     that flushes. After every step the releases so far must equal the reference's over the input so
     far; returns everything released and the last carried state. With ``store``, every step's state
     goes through a ``StateStore`` there (written and read back). With ``sizes``, the rows of the
-    state carried after every micro-batch are appended to it."""
+    state carried after every micro-batch are appended to it. With ``state_bounds`` (input name: the
+    earliest end that input's events may still need, given the query's output floor), after every
+    micro-batch the state must hold none of its events that ends before that, the output floor
+    being the one the reference gives over the input so far (``expected_floor``)."""
     binder = sq.Binder(spark)
     for name, i in inputs.items():
         binder = bind(binder, i.stream, frame(spark, i.payload, i.shape, i.items[:1], arrival=arrival), i.shape,
@@ -107,10 +114,74 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
             sizes.append(carried.rows())
         if check_every_step:
             assert ordered(released, q) == expected_after(q, inputs, hi, False, output), f"after micro-batch {batch}"
+        if state_bounds:
+            floor = expected_floor(q, inputs, hi)
+            for name, bound in state_bounds.items():
+                if floor is not None and name in carried.events:
+                    least = carried.events[name].agg(F.min(END)).first()
+                    least_end = None if least is None else least[0]
+                    assert least_end is None or least_end >= bound(floor), (
+                        f"after micro-batch {batch}: input {name!r} keeps an event ending at {least_end}, before "
+                        f"{bound(floor)} (the output floor {floor} is at most the CTI of the output so far)")
     final = step(spark, plan, carried, {}, len(bounds), final=True)
     released += released_values(final.released_now[output], q, output)
     final.unpersist()
     return ordered(released, q), final.carried
+
+
+def expected_floor(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: int) -> int | None:
+    """A time at or before the output floor the incremental step may reach over the first ``cut``
+    items of every input (docs/streaming.md, "How a micro-batch runs": the least of the output CTI
+    and the start of any output event not yet stable): the least of the reference's output CTI
+    (no flush) and the starts, moved by the pipeline's shifts (``start_shift``), of the input
+    events not yet stable (edge events whose end edge has not come). ``None``: no output CTI yet."""
+    given = {name: sq.reference.ReferenceInput(
+        i.items[:cut], i.settings if i.settings is None else i.settings.without_flush(), i.bad_rows)
+        for name, i in inputs.items()}
+    result = sq.reference.run(q, given)
+    if result.final_cti is None:
+        return None
+    floor = to_micros(result.final_cti)
+    for state in ingest(given, declared_inputs(q, given)).values():
+        for event in state.events + state.open_edges:
+            if not event.closed:
+                floor = min(floor, event.start + start_shift(q.node))
+    return floor
+
+
+#: the operators that map each event on its own (``support.streams.pipelines``)
+PIPELINE = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.AlterLifetime, nodes.ToPoint)
+
+
+def start_shift(node: nodes.Node) -> int:
+    """How far the operators that map each event on its own, at the top of the query ``node``, move
+    an event's start (ticks): the sum of their ``shift``/``alter_lifetime`` start shifts."""
+    total = 0
+    while isinstance(node, PIPELINE):
+        if isinstance(node, nodes.AlterLifetime):
+            total += node.start_shift // sq.TICK
+        node = node.source
+    return total
+
+
+def pipeline_floor(ops: Sequence[tuple[str, Any]], floor: int) -> int:
+    """The earliest end an input event may have and still matter at or after ``floor`` at the end
+    of the pipeline ``ops`` (``support.streams.build``): docs/streaming.md, "The state per operator"
+    — ``shift``, ``alter_lifetime``, ``alter_duration``, ``to_point`` move the floor back by the
+    shift and the new duration. A shift back (negative) is not taken to move it forward, and an
+    ``alter_duration`` by expression (``us(1) * (e.v % 7) + us(2)``) lasts at most 8 ticks."""
+    for kind, arg in reversed(ops):
+        if kind == "alter_duration":
+            floor -= arg
+        elif kind == "alter_duration_payload":
+            floor -= 8
+        elif kind == "alter_lifetime":
+            floor -= max(arg[0], 0) + (arg[1] or 0)
+        elif kind == "shift":
+            floor -= max(arg, 0)
+        elif kind == "to_point":
+            floor -= 1
+    return floor
 
 
 @st.composite

@@ -411,5 +411,8 @@ def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
 def _union(node: joins.Union, env: Mapping[str, Flow]) -> Flow:
     sources = [compile_node(s, env) for s in node.inputs]
     fields = _fields(node)
-    frames = [s.frame.select(*LIFETIME, *s.keys, *fields) for s in sources]
+    # an event keeps the bound its own stream proves (reference.operators.bounded), not the union's
+    # lesser CTI: derived events (keep_last's, a window's) have no floor of their own
+    frames = [s.frame.withColumn(FLOOR, F.when(~F.col(CLOSED), end_floor(s.cti)))
+              .select(*LIFETIME, *s.keys, *fields) for s in sources]
     return _binary_flow(node, sources, reduce(lambda a, b: a.unionByName(b), frames))

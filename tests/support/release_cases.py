@@ -79,7 +79,7 @@ class Case:
         return [sq.Edge(k, from_micros(t), from_micros(s), p) for k, t, s, p in self.edges]
 
 
-A, B = V("a"), V("b")
+A, B, C = V("a"), V("b"), V("c")
 v0, v1, v2, v6 = V("v0"), V("v1"), V("v2"), V("v6")
 
 CASES = [
@@ -160,6 +160,30 @@ CASES = [
          V, interval=[(k, k + 3, Count(1)) for k in range(0, 12, 3)],
          edges=[e for k in range(0, 12, 3) for e in ((START, k, k, Count(1)), (END, k + 3, k, Count(1)))],
          points=[(k, Count(1)) for k in range(0, 12, 3)], final_cti=INFINITY_MICROS, arrival=True),
+    # issue 23, item 4.3: a derived event keeps its own stream's bound through a union. in1
+    # (INTERVAL, a CTI after every event): [0, 4) a, CTI 0, [6, 7) b, CTI 6; in0: only Cti(1).
+    # keep_last(2) gives a [0, ∞) — not stable: a second later start may still come — but every
+    # later event of in1 starts at or after 6, so a's end will be 6 or later: its stream's CTI 6
+    # bounds it. In the union (CTI min(1, 6) = 1) it keeps that bound, so joined with in1's [0, 4)
+    # the pair's end 4 is final (a surely lasts past it): [0, 4) is released, start 0 < the join's CTI 1
+    Case("a derived event keeps its own stream's bound through a union",
+         lambda s: s["in0"].union(s["in1"].keep_last(2)).join(s["in1"], on=None, select=lambda l, r: V(l.v)),
+         {"in0": Side(sq.Shape.INTERVAL, [sq.Cti(1)]),
+          "in1": Side(sq.Shape.INTERVAL, [sq.Insert(0, 4, A), sq.Insert(6, 7, B)], gen(1))},
+         V, interval=[(0, 4, A)], edges=[(START, 0, 0, A), (END, 4, 0, A)], points=[(0, A)], final_cti=1),
+    # the same through length_batch(2): in1 holds [0, 4) a, [1, 8) b, [8, 9) c (CTIs 0, 1, 8); in0
+    # only Cti(2). The batch {a, b} lives [1, ∞) until a second batch fills, whose last start is at
+    # or after in1's CTI 8: its end will be 8 or later. Through the union (CTI 2) it keeps that
+    # bound, so joined with in1's a and b the pairs [1, 4) and [1, 8) are final (released: start
+    # 1 < the join's CTI 2); the pairs with c start at 8
+    Case("a length_batch event keeps its own stream's bound through a union",
+         lambda s: s["in0"].union(s["in1"].length_batch(2)).join(s["in1"], on=None, select=lambda l, r: V(r.v)),
+         {"in0": Side(sq.Shape.INTERVAL, [sq.Cti(2)]),
+          "in1": Side(sq.Shape.INTERVAL, [sq.Insert(0, 4, A), sq.Insert(1, 8, B), sq.Insert(8, 9, C)], gen(1))},
+         V, interval=[(1, 4, A), (1, 4, A), (1, 8, B), (1, 8, B)],
+         edges=[(START, 1, 1, A), (START, 1, 1, A), (START, 1, 1, B), (START, 1, 1, B),
+                (END, 4, 1, A), (END, 4, 1, A), (END, 8, 1, B), (END, 8, 1, B)],
+         points=[(1, A), (1, A), (1, B), (1, B)], final_cti=2),
 ]
 
 

@@ -298,9 +298,9 @@ def _boundary_final(b: Column, maker_head: Column, left_floor: Column, right_cti
 
 def _binary_flow(node: joins.Binary | joins.Union, sources: Sequence[Flow], frame: DataFrame) -> Flow:
     """``frame`` with the least of the sources' CTIs and its greatest finite CTI (``joins.greatest_finite_cti``)."""
-    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)),
-                joins.greatest_finite_cti(tuple(s.cti for s in sources), tuple(s.finite_cti for s in sources)),
-                sources[0].keys)
+    finite, reached = joins.greatest_finite_cti(tuple(s.cti for s in sources), tuple(s.finite_cti for s in sources),
+                                                tuple(s.reached for s in sources))
+    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)), finite, sources[0].keys, reached)
 
 
 def _fields(node: Node) -> list[str]:

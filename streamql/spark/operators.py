@@ -54,18 +54,23 @@ class Flow:
     cti: int | None
     finite_cti: int | None
     keys: tuple[str, ...] = ()
+    #: the arrival at which the CTI reached INFINITY (``query.joins.FLUSHED`` by the flush; None
+    #: while it is finite): what a multi-stream operator needs of its inputs' CTI histories
+    reached: int | None = None
 
     def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
         """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
-        return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys)
+        return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
+                    self.reached)
 
 
-def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None) -> Flow:
+def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reached: int | None = None) -> Flow:
     """An input's events (lifetime, flags and payload; no floor yet) as a stream whose CTI is
     ``cti``: an open event ends at or after that CTI, and keeps that floor downstream (after a
-    union whose CTI is less, say: ``reference.operators.input_flow``)."""
+    union whose CTI is less, say: ``reference.operators.input_flow``). ``finite_cti``: its greatest
+    finite CTI; ``reached``: the arrival at which its CTI reached INFINITY."""
     floor = F.lit(None).cast("long") if cti is None else F.when(~F.col(CLOSED), F.lit(cti))
-    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti)
+    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti, reached=reached)
 
 
 def end_floor(cti: int | None, closed: Column | None = None, end: Column | None = None,

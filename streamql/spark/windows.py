@@ -65,7 +65,7 @@ def window_output(node: windows.WindowAggregate, formed: DataFrame, keys: tuple[
     payload = construct_columns(node.projection, by_name, leaves)
     # a window's events have no floor of their own: the stream's CTI bounds their unstable ends
     out = formed.select(START, END, CLOSED, HEAD, no_floor(), *source.keys, *[c.alias(name) for name, c in payload])
-    return Flow(out, cti, finite, source.keys)
+    return Flow(out, cti, finite, source.keys, source.reached)
 
 
 @compile_node.register
@@ -101,7 +101,7 @@ def grouped_flow(node: windows.GroupApply, source: Flow) -> Flow:
     """The stream a ``group_apply`` sub-query reads: ``source`` with the group key as one more key column."""
     key = key_name(len(source.keys))
     return Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
-                source.keys + (key,))
+                source.keys + (key,), source.reached)
 
 
 @compile_node.register
@@ -114,4 +114,4 @@ def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
     out = inner.frame.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
     # windows compute data-dependent CTIs over all groups at once; the minimum over the groups
     # includes the CTI of a group with no events, which is the input CTI through the static rules
-    return Flow(out, inner.cti, inner.finite_cti, source.keys)
+    return Flow(out, inner.cti, inner.finite_cti, source.keys, inner.reached)

@@ -184,6 +184,30 @@ CASES = [
          edges=[(START, 1, 1, A), (START, 1, 1, A), (START, 1, 1, B), (START, 1, 1, B),
                 (END, 4, 1, A), (END, 4, 1, A), (END, 8, 1, B), (END, 8, 1, B)],
          points=[(1, A), (1, A), (1, B), (1, B)], final_cti=2),
+    # issue 23, item 4.1: the horizon after a multi-stream operator needs the CTI history. "a"
+    # (EDGE, importing "b"'s CTIs, one clock): S(-3, a) and b's Cti(0) at position 0, its own
+    # Cti(INFINITY) at position 1; "c" (POINT): Cti(9), then the flush. The union's CTI steps are
+    # min(a, c): 0, 0 (position 0), 0, 9 (position 1: a's finite CTIs, then INFINITY), INFINITY
+    # (the flush) — its greatest finite CTI is 9, not min(0, 9): a reached INFINITY a position
+    # before c. So a's event, which never ends, reaches the windows of 5 starting at or before 9
+    Case("the horizon after a union whose inputs reach INFINITY at different positions",
+         lambda s: s["a"].union(s["c"]).tumbling_window(us(5)).select(lambda w: Count(w.count())),
+         {"a": Side(sq.Shape.EDGE, [sq.StartEdge(-3, A), sq.Cti(INF)],
+                    sq.AdvanceTimeSettings(import_=sq.AdvanceTimeImport("b"))),
+          "b": Side(sq.Shape.EDGE, [sq.Cti(0)]),
+          "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
+         V, interval=[(k, k + 5, Count(1)) for k in (-5, 0, 5)],
+         edges=[e for k in (-5, 0, 5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
+         points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS, arrival=True),
+    # ... and when they reach INFINITY together (the flush), the union had a CTI before only once
+    # both inputs had one: "a" has none but the flush, so the union has no finite CTI, and the
+    # horizon is a's start -3: the window at -5 only (c's CTI 9 is no CTI of the union)
+    Case("the horizon after a union one of whose inputs had no finite CTI",
+         lambda s: s["a"].union(s["c"]).tumbling_window(us(5)).select(lambda w: Count(w.count())),
+         {"a": Side(sq.Shape.EDGE, [sq.StartEdge(-3, A)], gen(100, flush=True)),
+          "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
+         V, interval=[(-5, 0, Count(1))], edges=[(START, -5, -5, Count(1)), (END, 0, -5, Count(1))],
+         points=[(-5, Count(1))], final_cti=INFINITY_MICROS),
 ]
 
 

@@ -208,6 +208,34 @@ CASES = [
           "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
          V, interval=[(-5, 0, Count(1))], edges=[(START, -5, -5, Count(1)), (END, 0, -5, Count(1))],
          points=[(-5, Count(1))], final_cti=INFINITY_MICROS),
+    # issue 23, item 4.2: inside group_apply each group has its own CTIs. in (POINT): group a at 0,
+    # 2, 5, group b at 1, 8, then Cti(6). count_window(2): a's windows [0, 3) and [2, 6) are stable
+    # (last starts 2, 5 < 6) and a's third start 5 has not filled one: a's output CTI is 5; b's
+    # window [1, 9) is not stable (8 >= 6): b's is 1. group_apply's CTI is the least, 1. The
+    # snapshot of a's windows — [0, 2) 1, [2, 3) 2, [3, 6) 1 — sees a's CTI 5: [0, 2) and [2, 3)
+    # are stable. Released (start < 1): [0, 2) — a snapshot seeing the least CTI 1 would not have
+    # its end 2 stable
+    Case("a count window's CTI is its group's inside group_apply",
+         lambda s: s["in"].group_apply(
+             lambda e: e.v,
+             lambda g: g.count_window(2).select(lambda w: Count(w.count())).snapshot_window().select(
+                 lambda w: Count(w.count())),
+             lambda k, c: Count(c.n)),
+         {"in": Side(sq.Shape.POINT, [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(5, 6, A),
+                                      sq.Insert(1, 2, B), sq.Insert(8, 9, B), sq.Cti(6)])},
+         V, interval=[(0, 2, Count(1))], edges=[(START, 0, 0, Count(1)), (END, 2, 0, Count(1))],
+         points=[(0, Count(1))], final_cti=1),
+    # ... and keep_last(1) after the count window: a's windows [0, 3) and [2, 6) live [0, 2) and
+    # [2, ∞) — the end 2 is a's CTI-stable start (2 < 5): [0, 2) is final and released
+    Case("keep_last after a count window sees its group's CTI inside group_apply",
+         lambda s: s["in"].group_apply(
+             lambda e: e.v,
+             lambda g: g.count_window(2).select(lambda w: Count(w.count())).keep_last(1),
+             lambda k, c: Count(c.n)),
+         {"in": Side(sq.Shape.POINT, [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(5, 6, A),
+                                      sq.Insert(1, 2, B), sq.Insert(8, 9, B), sq.Cti(6)])},
+         V, interval=[(0, 2, Count(2))], edges=[(START, 0, 0, Count(2)), (END, 2, 0, Count(2))],
+         points=[(0, Count(2))], final_cti=1),
 ]
 
 

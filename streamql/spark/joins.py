@@ -407,12 +407,21 @@ def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
     return _binary_flow(node, [left, right], out)
 
 
+def _bounded(source: Flow) -> DataFrame:
+    """``source``'s events with the bound of their stream on their open ends made their own
+    (``reference.operators.bounded``): its CTI, or inside ``group_apply`` their group's."""
+    column = source.cti_column()
+    if column is None:
+        return source.frame.withColumn(FLOOR, F.when(~F.col(CLOSED), end_floor(source.cti)))
+    frame = source.with_group_ctis(source.frame)
+    return frame.withColumn(FLOOR, F.when(~F.col(CLOSED), F.greatest(F.col(FLOOR), column)))
+
+
 @compile_node.register
 def _union(node: joins.Union, env: Mapping[str, Flow]) -> Flow:
     sources = [compile_node(s, env) for s in node.inputs]
     fields = _fields(node)
     # an event keeps the bound its own stream proves (reference.operators.bounded), not the union's
     # lesser CTI: derived events (keep_last's, a window's) have no floor of their own
-    frames = [s.frame.withColumn(FLOOR, F.when(~F.col(CLOSED), end_floor(s.cti)))
-              .select(*LIFETIME, *s.keys, *fields) for s in sources]
+    frames = [_bounded(s).select(*LIFETIME, *s.keys, *fields) for s in sources]
     return _binary_flow(node, sources, reduce(lambda a, b: a.unionByName(b), frames))

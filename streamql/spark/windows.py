@@ -20,7 +20,7 @@ from streamql.query import windows
 from streamql.spark.aggregates import result_name, value_columns
 from streamql.spark.count_window import count_windows
 from streamql.spark.expressions import compile_expr, construct_columns
-from streamql.spark.hopping import hopping_windows
+from streamql.spark.hopping import group_output_ctis, hopping_windows
 from streamql.spark.columns import FLOOR
 from streamql.spark.ingress import CLOSED, END, HEAD, START
 from streamql.spark.operators import GROUP, GROUP_CTI, LIFETIME, Flow, GroupCtis, by_name, compile_node, no_floor
@@ -86,15 +86,18 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
         may_be_open = node.source.may_be_open
         latest = (frame.select(*source.keys, horizon(source).alias("_sq_latest"))
                   if may_be_open and cti == INFINITY_MICROS else None)
-        formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, may_be_open, latest)
+        formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, may_be_open, latest,
+                                 source.group_ctis)
         cti, finite = spec.output_cti(cti), spec.output_cti(finite)
+        groups = group_output_ctis(spec, source.group_ctis)
     elif isinstance(spec, windows.SessionWindow):
-        # inside group_apply the output CTI depends on each group's data: each group's own
-        # (the input's CTI is the least over the groups': never more than the reference's)
-        formed, cti, finite, groups = session_windows(spec, frame, keys, aggregates, cti, finite, source.keys)
+        # inside group_apply the output CTI depends on each group's data: each group's own, from
+        # the group's own input CTI where an earlier window made those differ
+        formed, cti, finite, groups = session_windows(spec, frame, keys, aggregates, cti, finite, source.keys,
+                                                      source.group_ctis)
     else:
         assert isinstance(spec, windows.CountWindow)
-        formed, cti, groups = count_windows(spec, frame, keys, aggregates, cti, source.keys)
+        formed, cti, groups = count_windows(spec, frame, keys, aggregates, cti, source.keys, source.group_ctis)
     return window_output(node, formed, keys, source, cti, finite, groups)
 
 

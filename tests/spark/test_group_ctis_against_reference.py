@@ -24,7 +24,7 @@ def group_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
     n = draw(st.integers(1, 3), label="n")
     gap = us(draw(st.integers(1, 15), label="gap"))
     after = draw(st.sampled_from(["snapshot", "keep_last", "length_batch", "where snapshot", "snapshot keep_last",
-                                  "hopping", "count again", "nothing"]), label="after")
+                                  "hopping", "count again", "session again", "nothing"]), label="after")
 
     def sub(g: sq.Stream[P]) -> sq.Stream[P]:
         if window == "count":
@@ -48,6 +48,8 @@ def group_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
             return w.tumbling_window(us(7)).select(lambda w: P(w.count(), 0, "h", None))
         if after == "count again":
             return w.count_window(2).select(lambda w: P(w.count(), 1, "cc", None))
+        if after == "session again":
+            return w.alter_duration(us(2)).session_window(us(4)).select(lambda w: P(w.count(), 1, "ss", None))
         return w
 
     q = source.group_apply(lambda e: e.k % 2, sub, lambda key, e: P(key * 10 + e.k, e.v, e.s, e.o))

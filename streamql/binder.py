@@ -170,7 +170,8 @@ class Binder:
                 for df in done.persisted:
                     df.unpersist()
             raise
-        flows = {name: input_flow(ingresses[name].events, ingresses[name].final_cti, ingresses[name].finite_cti)
+        flows = {name: input_flow(ingresses[name].events, ingresses[name].final_cti, ingresses[name].finite_cti,
+                                   ingresses[name].reached)
                  for name in read}
         return ingresses, flows
 

@@ -22,17 +22,34 @@ def least_cti(ctis: tuple[int | None, ...]) -> int | None:
     return min(c for c in ctis if c is not None)
 
 
-def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | None, ...]) -> int | None:
+#: where a stream's CTI reaches INFINITY by the flush: after every arrival
+FLUSHED = INFINITY_MICROS
+
+
+def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | None, ...],
+                        reached: tuple[int | None, ...]) -> tuple[int | None, int | None]:
     """A multi-stream operator's greatest finite CTI (the horizon of windows over events that never
-    end, DESIGN §5) from its inputs' final and greatest finite CTIs, for a compiler that does not
-    keep the CTI history (the reference evaluator computes it from the history): while the least
-    final CTI is finite it is that; once every input is at INFINITY, the least of the inputs'
-    greatest finite CTIs — exact when the inputs reach INFINITY at one arrival (docs/decisions.md)."""
+    end, DESIGN §5) and the arrival at which its CTI reaches INFINITY, from its inputs' final CTIs
+    (``ctis``), greatest finite CTIs and arrivals at which they reached INFINITY (``reached``: an
+    arrival position, ``FLUSHED``, or None while finite) — for a compiler that keeps no CTI history.
+
+    The operator's CTI is the least of its inputs' at every step, and every input's CTI only grows:
+    while it is finite, its greatest finite CTI is its final CTI; once every input is at INFINITY,
+    it reached INFINITY with the last of them, and the step before, the inputs that reached
+    INFINITY then were at their greatest finite CTIs, the others at INFINITY already — the least of
+    those (None if one had none: the operator had no CTI before). The reference evaluator reads the
+    same from the history (docs/decisions.md)."""
     cti = least_cti(ctis)
     if cti is None or cti != INFINITY_MICROS:
-        return cti
-    known = [c for c in finite_ctis if c is not None]
-    return min(known) if known else None
+        return cti, None
+    if any(r is None for r in reached):  # an input that cannot say when: the least of them all
+        known = [c for c in finite_ctis if c is not None]
+        return (min(known) if known else None), FLUSHED
+    last = max(r for r in reached if r is not None)
+    at_last = [c for c, r in zip(finite_ctis, reached) if r == last]
+    if any(c is None for c in at_last):
+        return None, last
+    return min(c for c in at_last if c is not None), last
 
 
 def params_read(expr: Expr) -> set[int]:

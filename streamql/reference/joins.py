@@ -13,7 +13,7 @@ from typing import Mapping
 from streamql.expr.nodes import Expr
 from streamql.query import joins
 from streamql.reference.expressions import evaluate
-from streamql.reference.operators import Ev, Flow, end_floor, events_of
+from streamql.reference.operators import Ev, Flow, bounded, end_floor, events_of
 
 
 def _holds(on: Expr | None, left: Ev, right: Ev) -> bool:
@@ -124,4 +124,6 @@ def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
 @events_of.register
 def _union(node: joins.Union, env: Mapping[str, Flow]) -> Flow:
     sources = [events_of(s, env) for s in node.inputs]
-    return binary_flow(node, sources, [e for s in sources for e in s.events])
+    # an event keeps the bound its own stream proves (the stream's CTI, or its own floor if later),
+    # not the union's lesser CTI: derived events (keep_last's, a window's) have no floor of their own
+    return binary_flow(node, sources, [bounded(e, s.cti) for s in sources for e in s.events])

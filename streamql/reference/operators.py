@@ -42,6 +42,13 @@ def end_floor(e: Ev, cti: int | None) -> int | None:
     return max(bounds) if bounds else None
 
 
+def bounded(e: Ev, cti: int | None) -> Ev:
+    """``e`` with the bound of its stream (CTI ``cti``) on its open end made its own, for a stream
+    whose CTI may be less (a union's, ``group_apply``'s): the stream's CTI bounds every unstable
+    end in it (its output before the CTI is final), whichever operator made the event."""
+    return e if e.end_stable else attrs.evolve(e, end_floor=end_floor(e, cti))
+
+
 @attrs.frozen
 class Flow:
     """A stream at some operator's output: its events and its CTI after every step of the run

@@ -16,7 +16,7 @@ from streamql.expr.nodes import Aggregate, Expr, GroupKey, aggregates_of
 from streamql.payload import value_key
 from streamql.query import windows
 from streamql.reference.expressions import evaluate
-from streamql.reference.operators import GROUP, Ev, Flow, events_of
+from streamql.reference.operators import GROUP, Ev, Flow, bounded, events_of
 from streamql.time import INFINITY_MICROS, from_micros, shift
 
 
@@ -266,5 +266,7 @@ def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
         inner = events_of(node.apply, {**env, GROUP: Flow(group, source.ctis)})
         ctis = _least_steps(ctis, inner.ctis)
         leaves: dict[Expr, Any] = {key_leaf: key_value}
-        events.extend(attrs.evolve(e, payload=evaluate(node.result, [e.payload], leaves)) for e in inner.events)
+        # an unstable end keeps its group's bound, not the least CTI over the groups (decisions.md)
+        events.extend(attrs.evolve(bounded(e, inner.cti), payload=evaluate(node.result, [e.payload], leaves))
+                      for e in inner.events)
     return Flow(events, ctis)

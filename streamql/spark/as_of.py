@@ -187,8 +187,9 @@ def _as_of_join(node: as_of.AsOfJoin, env: Mapping[str, Flow]) -> Flow:
     payload = construct_columns(node.projection, pair_field)
     out = partners.select(START, END, closed.alias(CLOSED), head.alias(HEAD), floor.alias(FLOOR), *left.keys,
                           *[c.alias(name) for name, c in payload])
-    ctis, finite = (left.cti, right.cti), (left.finite_cti, right.finite_cti)
-    return Flow(out, node.output_cti(ctis), greatest_finite_cti(ctis, finite), left.keys)
+    ctis = (left.cti, right.cti)
+    finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), (left.reached, right.reached))
+    return Flow(out, node.output_cti(ctis), finite, left.keys, reached)
 
 
 @compile_node.register

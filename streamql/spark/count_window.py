@@ -18,7 +18,7 @@ from streamql.expr.nodes import Aggregate
 from streamql.query.windows import CountWindow
 from streamql.spark.aggregates import member_aggregates, result_name, value_name
 from streamql.spark.ingress import CLOSED, END, HEAD, START
-from streamql.spark.operators import shifted
+from streamql.spark.operators import GROUP_CTI, GroupCtis, shifted
 from streamql.time import INFINITY_MICROS
 
 ORDINAL, BLOCK, LAST_START = "_sq_ordinal", "_sq_block", "_sq_last_start"
@@ -95,10 +95,13 @@ def _partials(aggregates: Sequence[Aggregate]) -> list[tuple[str, str, Column]]:
 
 
 def count_windows(spec: CountWindow, frame: DataFrame, keys: tuple[str, ...], aggregates: Sequence[Aggregate],
-                  cti: int | None) -> tuple[DataFrame, int | None]:
+                  cti: int | None, group_keys: tuple[str, ...] = (), group_ctis: GroupCtis | None = None
+                  ) -> tuple[DataFrame, int | None, GroupCtis | None]:
     """One row per filled count window per group of ``keys`` (lifetime, stability, keys,
     aggregates), and the output CTI: the start of the earliest window that is not yet stable over
-    all groups, or the input CTI if that is earlier (INFINITY stays INFINITY)."""
+    all groups, or the input CTI if that is earlier (INFINITY stays INFINITY); and, inside
+    ``group_apply`` (``group_keys``: its key columns), the same per group of ``group_keys`` —
+    from each group's own input CTI where ``group_ctis`` gives them (``cti`` is then the least)."""
     n = spec.n
     partials = _partials(aggregates)
     per_start = frame.groupBy(*keys, START).agg(*[c.alias(name) for name, _, c in partials]) if partials \
@@ -132,8 +135,11 @@ def count_windows(spec: CountWindow, frame: DataFrame, keys: tuple[str, ...], ag
             total = F.when(nonnull > 0, values[f"_sq_p{i}"])
             results.append((total / nonnull if a.fn == "avg" else total).alias(result_name(i)))
     start, last_start = F.col(START), F.col(LAST_START)
-    if cti is None:
-        stable: Column = F.lit(False)
+    if group_ctis is not None:
+        windows = group_ctis.joined(windows)
+        stable: Column = last_start < F.col(GROUP_CTI)
+    elif cti is None:
+        stable = F.lit(False)
     elif cti == INFINITY_MICROS:
         stable = F.lit(True)
     else:
@@ -144,7 +150,8 @@ def count_windows(spec: CountWindow, frame: DataFrame, keys: tuple[str, ...], ag
     if user:
         formed = _with_user_aggregates(formed, frame, numbered, keys, user, n)
     formed = formed.drop(LAST_START, ORDINAL)
-    return formed, _output_cti(numbered, keys, n, cti)
+    least, groups = _output_cti(numbered, keys, n, cti, group_keys, group_ctis)
+    return formed, least, groups
 
 
 def _same_group(keys: tuple[str, ...], prefix: str, condition: Column) -> Column:
@@ -174,17 +181,30 @@ def _with_user_aggregates(formed: DataFrame, frame: DataFrame, numbered: DataFra
     return out.drop(*group)
 
 
-def _output_cti(numbered: DataFrame, keys: tuple[str, ...], n: int, cti: int | None) -> int | None:
+def _output_cti(numbered: DataFrame, keys: tuple[str, ...], n: int, cti: int | None,
+                group_keys: tuple[str, ...], group_ctis: GroupCtis | None) -> tuple[int | None, GroupCtis | None]:
     """The start of the earliest window, over all groups, that is not yet stable: its last start
-    is at or after the CTI, or it has not filled. The CTI itself if that is earlier."""
+    is at or after the CTI, or it has not filled. The CTI itself if that is earlier. With
+    ``group_keys``, also per group of them (lazily: a frame the operators after it join)."""
     if cti is None or cti == INFINITY_MICROS:
-        return cti
-    early = numbered.filter(F.col(START) < F.lit(cti)).select(*keys, START, ORDINAL)
+        return cti, None
+    own = F.lit(cti) if group_ctis is None else F.col(GROUP_CTI)  # each row's group's CTI
+    early = (numbered if group_ctis is None else group_ctis.joined(numbered)).filter(F.col(START) < own)
+    early = early.select(*keys, START, ORDINAL, own.alias(GROUP_CTI))
     later = numbered.select(*[F.col(k).alias(f"_sq_l_{k}") for k in keys], F.col(ORDINAL).alias("_sq_l_ordinal"),
                             F.col(START).alias("_sq_l_start"))
     joined = early.join(later, _same_group(keys, "_sq_l_", F.col(ORDINAL) + F.lit(n - 1) == F.col("_sq_l_ordinal")),
                         "left")
-    unstable = joined.filter(F.col("_sq_l_start").isNull() | (F.col("_sq_l_start") >= F.lit(cti)))
+    unstable = joined.filter(F.col("_sq_l_start").isNull() | (F.col("_sq_l_start") >= F.col(GROUP_CTI)))
     earliest = unstable.agg(F.min(START)).first()
     found = earliest[0] if earliest is not None else None
-    return cti if found is None else min(cti, int(found))
+    least = cti if found is None else min(cti, int(found))
+    if not group_keys or (found is None and group_ctis is None):
+        return least, None
+    # unstable windows start before their group's CTI: a group's earliest is its CTI, else its input CTI
+    earliest_per_group = unstable.groupBy(*group_keys).agg(F.min(START).alias(GROUP_CTI))
+    if group_ctis is not None:
+        earliest_per_group = earliest_per_group.unionByName(group_ctis.frame.select(*group_keys, GROUP_CTI))
+        earliest_per_group = earliest_per_group.groupBy(*group_keys).agg(F.min(GROUP_CTI).alias(GROUP_CTI))
+        return least, GroupCtis(earliest_per_group, group_ctis.default, group_keys)
+    return least, GroupCtis(earliest_per_group, cti, group_keys)

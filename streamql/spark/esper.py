@@ -137,22 +137,32 @@ def _with_notices(rows: DataFrame, keys: tuple[str, ...], own: Column, notice: C
                        .alias(_SENT))
 
 
-def _reached(until: Column, until_heads: Column, cti: int) -> Column:
+def _reached(until: Column, until_heads: Column, cti: Column) -> Column:
     """Whether an end at ``until`` (made by an event with ``until_heads``) is final given a finite
     CTI: it passes the CTI, or reaches it and is made by stable heads (null for no end)."""
-    return (until < F.lit(cti)) | ((until == F.lit(cti)) & until_heads)
+    return (until < cti) | ((until == cti) & until_heads)
 
 
-def _flags(head: Column, start: Column, until: Column, until_heads: Column, cti: int | None) -> tuple[Column, Column]:
+def _flags(head: Column, start: Column, until: Column, until_heads: Column,
+           cti: int | None | Column) -> tuple[Column, Column]:
     """(closed, head) of an output event starting at ``start`` whose inputs' heads are ``head``
-    and which ends at ``until`` (null: never, so far)."""
+    and which ends at ``until`` (null: never, so far). ``cti``: the stream's, or each row's
+    group's (``Flow.cti_column``: finite)."""
     if cti is None:
         return F.lit(False), F.lit(False)
-    if cti == INFINITY_MICROS:
+    if isinstance(cti, int) and cti == INFINITY_MICROS:
         return F.lit(True), F.lit(True)
-    stable_head = head & (start < F.lit(cti))
+    cti = F.lit(cti) if isinstance(cti, int) else cti
+    stable_head = head & (start < cti)
     closed = stable_head & until.isNotNull() & F.coalesce(_reached(until, until_heads, cti), F.lit(False))
     return closed, stable_head
+
+
+def _cti_of(source: Flow) -> int | None | Column:
+    """The CTI the flags read: each row's group's inside ``group_apply`` after a count or session
+    window (``source.with_group_ctis`` joined it), else the stream's."""
+    column = source.cti_column()
+    return source.cti if column is None else column
 
 
 def _fields(node: esper.KeepLast | esper.LengthBatch | esper.TimeBatch) -> list[str]:
@@ -175,7 +185,8 @@ def _keep_last(node: esper.KeepLast, env: Mapping[str, Flow]) -> Flow:
         looked = met.select("*", sent["start"].alias(_UNTIL), sent["heads"].alias(_UNTIL_HEADS)).filter(
             ~F.col(_IS_NOTICE))
     until = F.col(_UNTIL)
-    closed, head = _flags(F.col(HEAD), F.col(START), until, F.col(_UNTIL_HEADS), source.cti)
+    looked = source.with_group_ctis(looked)
+    closed, head = _flags(F.col(HEAD), F.col(START), until, F.col(_UNTIL_HEADS), _cti_of(source))
     end = F.coalesce(until, F.lit(INFINITY_MICROS))
     # n later events starting with it leave the event an empty lifetime: it is removed
     out = looked.filter(end > F.col(START)).select(START, end.alias(END), closed.alias(CLOSED), head.alias(HEAD),
@@ -203,9 +214,9 @@ def _length_batch(node: esper.LengthBatch, env: Mapping[str, Flow]) -> Flow:
         F.min(F.when(own, F.col(HEAD))).over(in_batch).alias("_sq_all_heads"),
         F.max(F.col(_SENT)).over(in_batch).alias("_sq_next"))
     # a batch that never fills is not output
-    full = batches.filter(own & (F.col("_sq_size") == F.lit(n)))
+    full = source.with_group_ctis(batches.filter(own & (F.col("_sq_size") == F.lit(n))))
     start, until = F.col("_sq_last"), F.col("_sq_next")["start"]
-    closed, head = _flags(F.col("_sq_all_heads"), start, until, F.col("_sq_next")["heads"], source.cti)
+    closed, head = _flags(F.col("_sq_all_heads"), start, until, F.col("_sq_next")["heads"], _cti_of(source))
     end = F.coalesce(until, F.lit(INFINITY_MICROS))
     # the next batch filling at the same instant leaves this one an empty lifetime
     out = full.filter(end > start).select(start.alias(START), end.alias(END), closed.alias(CLOSED),

@@ -63,6 +63,8 @@ class InputState:
 
     scan: scan.ScanState = scan.ScanState()
     finite_cti: int | None = None
+    #: the arrival at which its CTI reached INFINITY (``Ingress.reached``)
+    reached: int | None = None
     floor: Floor = None
     #: a static (non-streaming) input is read whole in the run's first step
     fed: bool = False
@@ -373,8 +375,9 @@ def _step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, D
         persisted.append(fresh)
         accepted[name] = fresh
         events = fresh if still_open is None else fresh.unionByName(still_open)
-        flows[name] = input_flow(events, cti, finite)
-        inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite,
+        reached = before.reached if before.reached is not None else ingress.reached
+        flows[name] = input_flow(events, cti, finite, reached)
+        inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite, reached=reached,
                                     fed=before.fed or name in plan.static, rows=before.rows + ingress.rows)
         input_rows[name] = ingress.rows
     window = incremental_window(plan.query)

@@ -20,6 +20,7 @@ from streamql.advance_time import AdvanceTimePolicy, AdvanceTimeSettings
 from streamql.errors import BadInputError, BindingError
 from streamql.events import Shape
 from streamql.payload import Kind, ValueType
+from streamql.query.joins import FLUSHED
 from streamql.query.nodes import Input
 from streamql.spark import arrival_scan as scan
 from streamql.spark import late
@@ -458,6 +459,7 @@ class Ingress:
     events: DataFrame  # _sq_start, _sq_end, _sq_closed, _sq_head, payload fields
     final_cti: int | None
     finite_cti: int | None  # the greatest CTI before INFINITY
+    #: the arrival at which the CTI reached INFINITY (``query.joins.FLUSHED`` by the flush), or None
     dropped: int
     adjusted: int
     bad_rows: int
@@ -469,6 +471,7 @@ class Ingress:
     #: the records of the rows counted in dropped, adjusted and bad_rows (``streamql.spark.late``;
     #: lazy: built only if asked for). None where the run cannot give them yet (a streaming EDGE scan)
     late: DataFrame | None = None
+    reached: int | None = None
 
 
 def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: bool,
@@ -550,12 +553,25 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
                  for key in walk.simulated]
     final = state.cti
     finite = None if final in (scan.NONE, INFINITY_MICROS) else final
+    reached: int | None = None
+    unit_rows = [(s["unit"], s["rows"] + s["bad_rows"]) for s in summaries]
+    if final == INFINITY_MICROS and initial.cti != INFINITY_MICROS:
+        # a CTI row took the input to INFINITY: a union after it needs where, and the greatest
+        # finite CTI before (docs/decisions.md, the horizon on Spark)
+        with phase("scan infinity"):
+            finite, reached = _reached_infinity(prepared, b, cti_rows is not None, summaries, walk, settings,
+                                                unit_rows, first_position)
     if flush:
         final = INFINITY_MICROS
+        reached = FLUSHED if reached is None else reached
     if imported is not None and imported.final_cti is not None:
         final = imported.final_cti if final == scan.NONE else max(final, imported.final_cti)
-    if imported is not None and imported.finite_cti is not None:
+    # on one arrival clock the imported CTIs are rows of this scan already (and those after this
+    # input's own INFINITY do not count)
+    if imported is not None and imported.finite_cti is not None and (cti_rows is None or reached is None):
         finite = imported.finite_cti if finite is None else max(finite, imported.finite_cti)
+    if imported is not None and imported.reached is not None:
+        reached = imported.reached if reached is None else min(reached, imported.reached)
     events = prepared.filter(F.col(BAD).isNull() & (F.col(KIND) != scan.CTI))
     if decisions:
         applied = decisions[0]
@@ -573,7 +589,6 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     if want_steps:
         steps = _cti_steps(prepared, _compact(prepared, b, cti_rows is not None, with_seq=True), states, settings)
     payload = [f.name for f in b.node.schema.fields]
-    unit_rows = [(s["unit"], s["rows"] + s["bad_rows"]) for s in summaries]
     arrival = late.arrival_of(prepared, b.arrival is not None, unit_rows, first_position)
     late_bad = late.bad_rows(prepared, arrival, payload)
     if b.node.shape is Shape.EDGE:
@@ -584,7 +599,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             events=events.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *payload, LATE_ARRIVAL),
             final_cti=None if final == scan.NONE else final, finite_cti=finite, dropped=0, adjusted=0,
             bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows,
-            late=late_bad)  # the step adds the records of the events its matching decides
+            late=late_bad, reached=reached)  # the step adds the records of the events its matching decides
     if b.node.shape is Shape.EDGE:
         # the scan's counts include end edges that turn out unmatched: the matching counts instead
         with phase("edge matching"):
@@ -603,6 +618,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
             events=matched.events, final_cti=None if final == scan.NONE else final, finite_cti=finite,
             dropped=matched.dropped, adjusted=matched.adjusted, bad_rows=bad_rows + matched.unmatched,
             cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows, late=late_rows,
+            reached=reached,
         )
     late_rows = late_bad.unionByName(late.decided_rows(events, arrival, payload)) if decisions else late_bad
     events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
@@ -613,7 +629,33 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
         final_cti=None if final == scan.NONE else final, finite_cti=finite,
         dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
         cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows, late=late_rows,
+        reached=reached,
     )
+
+
+def _reached_infinity(prepared: DataFrame, b: Binding, imports_ctis: bool, summaries: list[dict[str, Any]],
+                      walk: _Walk, settings: scan.ScanSettings, unit_rows: list[tuple[int, int]],
+                      first_position: int) -> tuple[int | None, int]:
+    """For an input whose CTI rows took its CTI to INFINITY: its greatest finite CTI before (the
+    finite CTIs at the same arrival included: they come first) and the arrival of that row (as
+    ``late.arrival_of`` numbers it). Only the scan unit where it happened is simulated again."""
+    order = [s["unit"] for s in summaries]
+    leaving = {unit: walk.states[after] for unit, after in zip(order, order[1:])}
+    leaving[order[-1]] = walk.state
+    unit = next(u for u in order if leaving[u].cti == INFINITY_MICROS)
+    entering = walk.states[unit]
+    compact = _compact(prepared, b, imports_ctis, with_seq=True)
+    changes = (compact.filter(F.shiftright(F.col("seq"), PARTITION_BITS) == unit)
+               .mapInArrow(_simulate_units({unit: entering}, settings), _SIMULATION_SCHEMA)
+               .filter(F.col("record") == 2))
+    found = changes.agg(F.max(F.when(F.col("time") != F.lit(INFINITY_MICROS), F.col("time"))).alias("finite"),
+                        F.min(F.when(F.col("time") == F.lit(INFINITY_MICROS), F.col("seq"))).alias("seq")).first()
+    assert found is not None and found["seq"] is not None
+    before = [c for c in (entering.cti, found["finite"]) if c is not None and c not in (scan.NONE, INFINITY_MICROS)]
+    arrival = late.arrival_of(prepared, b.arrival is not None, unit_rows, first_position)
+    row = prepared.filter(F.col(SEQ) == F.lit(found["seq"])).select(arrival.alias("arrival")).first()
+    assert row is not None
+    return (max(before) if before else None), int(row["arrival"])
 
 
 def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInputError:

@@ -298,9 +298,9 @@ def _boundary_final(b: Column, maker_head: Column, left_floor: Column, right_cti
 
 def _binary_flow(node: joins.Binary | joins.Union, sources: Sequence[Flow], frame: DataFrame) -> Flow:
     """``frame`` with the least of the sources' CTIs and its greatest finite CTI (``joins.greatest_finite_cti``)."""
-    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)),
-                joins.greatest_finite_cti(tuple(s.cti for s in sources), tuple(s.finite_cti for s in sources)),
-                sources[0].keys)
+    finite, reached = joins.greatest_finite_cti(tuple(s.cti for s in sources), tuple(s.finite_cti for s in sources),
+                                                tuple(s.reached for s in sources))
+    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)), finite, sources[0].keys, reached)
 
 
 def _fields(node: Node) -> list[str]:
@@ -407,9 +407,21 @@ def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
     return _binary_flow(node, [left, right], out)
 
 
+def _bounded(source: Flow) -> DataFrame:
+    """``source``'s events with the bound of their stream on their open ends made their own
+    (``reference.operators.bounded``): its CTI, or inside ``group_apply`` their group's."""
+    column = source.cti_column()
+    if column is None:
+        return source.frame.withColumn(FLOOR, F.when(~F.col(CLOSED), end_floor(source.cti)))
+    frame = source.with_group_ctis(source.frame)
+    return frame.withColumn(FLOOR, F.when(~F.col(CLOSED), F.greatest(F.col(FLOOR), column)))
+
+
 @compile_node.register
 def _union(node: joins.Union, env: Mapping[str, Flow]) -> Flow:
     sources = [compile_node(s, env) for s in node.inputs]
     fields = _fields(node)
-    frames = [s.frame.select(*LIFETIME, *s.keys, *fields) for s in sources]
+    # an event keeps the bound its own stream proves (reference.operators.bounded), not the union's
+    # lesser CTI: derived events (keep_last's, a window's) have no floor of their own
+    frames = [_bounded(s).select(*LIFETIME, *s.keys, *fields) for s in sources]
     return _binary_flow(node, sources, reduce(lambda a, b: a.unionByName(b), frames))

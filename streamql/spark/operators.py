@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Expr, Literal
-from streamql.query import nodes
+from streamql.query import esper, nodes
 from streamql.spark.columns import FLOOR
 from streamql.spark.expressions import compile_expr, construct_columns
 from streamql.spark.ingress import CLOSED, END, HEAD, START
@@ -45,6 +45,36 @@ def _with_floor(frame: DataFrame) -> DataFrame:
     return frame if FLOOR in frame.columns else frame.withColumn(FLOOR, F.lit(None).cast("long"))
 
 
+#: a row's own group's CTI (``GroupCtis.joined``)
+GROUP_CTI = "_sq_group_cti"
+
+
+@attrs.frozen
+class GroupCtis:
+    """The CTI of every group of a stream inside ``group_apply`` (per value of ``keys``, the
+    enclosing ``group_apply``s' key columns) where a window made it depend on the group's data
+    (count and session windows): ``frame`` holds ``keys`` and ``GROUP_CTI`` for the groups whose
+    CTI is less than ``default``, every other group's is ``default`` (the reference runs the
+    sub-query once per group, each with its own CTIs). The stream's ``Flow.cti`` is the least."""
+
+    frame: DataFrame = attrs.field(eq=False)
+    default: int
+    keys: tuple[str, ...]
+
+    def joined(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (which carry ``keys``) with their group's CTI as ``GROUP_CTI``."""
+        renamed = self.frame.select(*[F.col(k).alias(f"_sq_g_{k}") for k in self.keys], GROUP_CTI)
+        same = F.lit(True)
+        for k in self.keys:
+            same = same & F.col(k).eqNullSafe(F.col(f"_sq_g_{k}"))
+        out = rows.join(renamed, same, "left").drop(*[f"_sq_g_{k}" for k in self.keys])
+        return out.withColumn(GROUP_CTI, F.coalesce(F.col(GROUP_CTI), F.lit(self.default)).cast("long"))
+
+
+#: one-input operators whose output CTI is their input's (DESIGN §5): a group's CTI passes through
+_SAME_CTI = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.ToPoint, esper.KeepLast, esper.LengthBatch)
+
+
 @attrs.frozen
 class Flow:
     """A stream at some operator's output: its plan, final CTI, greatest finite CTI and the
@@ -54,18 +84,38 @@ class Flow:
     cti: int | None
     finite_cti: int | None
     keys: tuple[str, ...] = ()
+    #: the arrival at which the CTI reached INFINITY (``query.joins.FLUSHED`` by the flush; None
+    #: while it is finite): what a multi-stream operator needs of its inputs' CTI histories
+    reached: int | None = None
+    #: inside ``group_apply``, after a count or session window: each group's own CTI (None: every
+    #: group's is ``cti``)
+    group_ctis: GroupCtis | None = None
 
     def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
         """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
-        return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys)
+        # a group's own CTI passes only where the rule is the identity (elsewhere the least, which
+        # releases less, never more)
+        same = isinstance(node, _SAME_CTI)
+        return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
+                    self.reached, self.group_ctis if same else None)
+
+    def cti_column(self) -> Column | None:
+        """The CTI of each row's group, on a frame ``with_group_ctis`` made: None where every group's
+        is ``cti``."""
+        return None if self.group_ctis is None else F.col(GROUP_CTI)
+
+    def with_group_ctis(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (carrying the flow's keys) with ``GROUP_CTI`` if the groups' CTIs differ."""
+        return rows if self.group_ctis is None else self.group_ctis.joined(rows)
 
 
-def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None) -> Flow:
+def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reached: int | None = None) -> Flow:
     """An input's events (lifetime, flags and payload; no floor yet) as a stream whose CTI is
     ``cti``: an open event ends at or after that CTI, and keeps that floor downstream (after a
-    union whose CTI is less, say: ``reference.operators.input_flow``)."""
+    union whose CTI is less, say: ``reference.operators.input_flow``). ``finite_cti``: its greatest
+    finite CTI; ``reached``: the arrival at which its CTI reached INFINITY."""
     floor = F.lit(None).cast("long") if cti is None else F.when(~F.col(CLOSED), F.lit(cti))
-    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti)
+    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti, reached=reached)
 
 
 def end_floor(cti: int | None, closed: Column | None = None, end: Column | None = None,

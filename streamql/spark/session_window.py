@@ -23,7 +23,7 @@ event that its range alone would call new — a session starting there is new ov
 when that start is at or after the incoming reach, and no other event of the range can be new
 if it is not), collected to the driver in a plan-time job and combined there in range order.
 
->>> formed, cti, finite = session_windows(spec, frame, ("_sq_key0",), aggregates, cti, finite)  # doctest: +SKIP
+>>> formed, cti, finite, groups = session_windows(spec, frame, ("_sq_key0",), aggregates, cti, finite)  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from streamql.query.windows import SessionWindow
 from streamql.spark.aggregates import member_aggregates, result_name
 from streamql.spark.hopping import floor_div
 from streamql.spark.ingress import CLOSED, END, HEAD, START
-from streamql.spark.operators import shifted
+from streamql.spark.operators import GROUP_CTI, GroupCtis, shifted
 from streamql.spark.snapshot import RANGES_PER_CORE, range_borders, range_of
 from streamql.time import INFINITY_MICROS
 
@@ -118,11 +118,14 @@ def _by_range(values: Mapping[int, int]) -> Column:
 
 
 def session_windows(spec: SessionWindow, frame: DataFrame, keys: tuple[str, ...], aggregates: Sequence[Aggregate],
-                    cti: int | None, finite: int | None) -> tuple[DataFrame, int | None, int | None]:
+                    cti: int | None, finite: int | None, group_keys: tuple[str, ...] = (),
+                    group_ctis: GroupCtis | None = None) -> tuple[DataFrame, int | None, int | None, GroupCtis | None]:
     """One row per session (per piece, with ``max_duration``) per group of ``keys``: the lifetime,
     the stability flags, the keys and each aggregate (``result_name``); and the output CTI and
     greatest finite output CTI for the input's ``cti`` and ``finite`` (read from the data when
-    finite: the start of the earliest session the CTI has not reached the end of, or the CTI).
+    finite: the start of the earliest session the CTI has not reached the end of, or the CTI); and,
+    inside ``group_apply`` (``group_keys``: its key columns), the output CTI per group of them — from
+    each group's own input CTI where ``group_ctis`` gives them (``cti`` is then the least).
 
     Members see their lifetimes clipped to the window: a session holds its events' lifetimes
     whole, a piece cuts them at its end (before the session's end, which is after every member's
@@ -146,17 +149,42 @@ def session_windows(spec: SessionWindow, frame: DataFrame, keys: tuple[str, ...]
         end = F.least(shifted(start, spec.max_duration), F.col(SESSION_END))
         windows = windows.withColumn(SESSION_END, session_end)
         session_end = F.col(SESSION_END)
-    if cti is None:
-        stable: Column = F.lit(False)
+    if group_ctis is not None:
+        windows = group_ctis.joined(windows)
+        stable: Column = session_end <= F.col(GROUP_CTI)
+    elif cti is None:
+        stable = F.lit(False)
     elif cti == INFINITY_MICROS:
         stable = F.lit(True)
     else:
         stable = session_end <= F.lit(cti)  # a session is stable once the CTI reaches its end
+    own = [F.col(GROUP_CTI)] if group_ctis is not None else []
     formed = windows.select(start.alias(START), end.alias(END), stable.alias(CLOSED), stable.alias(HEAD), *keys,
                             F.col(SESSION), session_end.alias(SESSION_END),
-                            *[result_name(i) for i in range(len(aggregates))])
+                            *[result_name(i) for i in range(len(aggregates))], *own)
+    if group_ctis is not None:
+        # the least over the groups of the start of their earliest session their own CTI has not
+        # reached the end of, or their CTI (the least of which is ``cti``)
+        row = formed.agg(F.min(F.when(F.col(SESSION_END) > F.col(GROUP_CTI), F.col(SESSION)))).first()
+        found = None if row is None else row[0]
+        out_cti = cti if cti is None or found is None else min(cti, int(found))
+        unstable = formed.filter(F.col(SESSION_END) > F.col(GROUP_CTI))
+        earliest_own = F.min(F.least(F.col(SESSION), F.col(GROUP_CTI))).alias(GROUP_CTI)
+        per_group = unstable.groupBy(*group_keys).agg(earliest_own).unionByName(
+            group_ctis.frame.select(*group_keys, GROUP_CTI))
+        own_groups = GroupCtis(per_group.groupBy(*group_keys).agg(F.min(GROUP_CTI).alias(GROUP_CTI)),
+                               group_ctis.default, group_keys)
+        # the greatest finite output CTI is taken from the least CTI (releases never depend on it
+        # while the CTI is finite)
+        return formed.drop(SESSION, SESSION_END, GROUP_CTI), out_cti, _output_ctis(formed, finite, None)[0], own_groups
     out_cti, out_finite = _output_ctis(formed, cti, finite)
-    return formed.drop(SESSION, SESSION_END), out_cti, out_finite
+    groups: GroupCtis | None = None
+    if group_keys and cti is not None and out_cti != cti:
+        # a group's CTI: the start of its earliest session the CTI has not reached the end of, or the CTI
+        unstable = formed.filter(F.col(SESSION_END) > F.lit(cti))
+        earliest = F.least(F.min(SESSION), F.lit(cti)).alias(GROUP_CTI)
+        groups = GroupCtis(unstable.groupBy(*group_keys).agg(earliest), cti, group_keys)
+    return formed.drop(SESSION, SESSION_END), out_cti, out_finite, groups
 
 
 def _piece_start(max_duration: int) -> Column:

@@ -151,7 +151,7 @@ def _grouped(roots: Sequence[nodes.Node], wheres: list[nodes.Where], flow: Flow,
         events = index if len(numbers) == len(wheres) else index.filter(F.col(TAG).isin(numbers))
         base = flow.derived(wheres[numbers[0]], events)  # a where's CTIs are its source's
         try:
-            out = compile_node(chain, {**env, GROUP: Flow(events, base.cti, base.finite_cti, flow.keys + (TAG,))})
+            out = compile_node(chain, {**env, GROUP: Flow(events, base.cti, base.finite_cti, flow.keys + (TAG,), base.reached)})
         except Exception:  # compiling the queries raises it again, naming them
             continue
         if TAG not in out.frame.columns:
@@ -159,10 +159,10 @@ def _grouped(roots: Sequence[nodes.Node], wheres: list[nodes.Where], flow: Flow,
         # every sub-query reads its own group from the cache, sorted by tag for the cache to skip the rest
         grouped = out.frame.sortWithinPartitions(TAG).persist(StorageLevel.MEMORY_AND_DISK)
         shared.persisted.append(grouped)
-        together = Flow(grouped, out.cti, out.finite_cti, out.keys)
+        together = Flow(grouped, out.cti, out.finite_cti, out.keys, out.reached)
         for node, number in members:
             compiled_as(node, env, Flow(grouped.filter(F.col(TAG) == F.lit(number)).drop(TAG), out.cti,
-                                        out.finite_cti, flow.keys))
+                                        out.finite_cti, flow.keys, out.reached))
             shared.grouped[node] = (together, number)
 
 

@@ -54,6 +54,7 @@ from pyspark.sql import types as T
 from streamql.expr.nodes import Aggregate
 from streamql.spark.aggregates import transferable, fold_user_aggregate, result_name, value_name
 from streamql.spark.ingress import CLOSED, END, HEAD, START
+from streamql.spark.operators import GROUP_CTI, GroupCtis
 from streamql.time import INFINITY_MICROS, MAX_MICROS
 
 #: the sweep partition: ``struct(keys)`` for a grouped window, the range's index for an ungrouped one
@@ -102,13 +103,14 @@ _LONG_MIN = -(2**63)
 
 
 def snapshot_windows(frame: DataFrame, keys: tuple[str, ...], aggregates: Sequence[Aggregate],
-                     cti: int | None) -> DataFrame:
+                     cti: int | None, group_ctis: GroupCtis | None = None) -> DataFrame:
     """One row per snapshot interval in which an event is alive, per group of ``keys``.
 
     ``frame`` holds ``_sq_start``, ``_sq_end``, ``_sq_closed``, ``_sq_head``, the ``keys`` and each
     aggregate's argument (``aggregates.value_name``); the result holds each interval's lifetime and
     stability flags, the ``keys`` and each aggregate's value (``aggregates.result_name``). Without
     keys the timeline is cut into ranges, ``RANGES_PER_CORE`` per slot of the default parallelism.
+    ``group_ctis``: inside ``group_apply``, each group's own CTI (``cti`` is then the least of them).
     """
     if not keys:
         parallelism = frame.sparkSession.sparkContext.defaultParallelism
@@ -121,9 +123,16 @@ def snapshot_windows(frame: DataFrame, keys: tuple[str, ...], aggregates: Sequen
         (F.col(keys[0]) if single else F.struct(*keys)).alias(PART), *_event_columns(aggregates),
         F.col(START).alias(_PIECE_START), F.col(END).alias(_PIECE_END),
         F.lit(True).alias(_OWN_START), F.lit(True).alias(_OWN_END))
-    formed = _sweep(pieces, frame, aggregates, cti, borders=None)
+    formed = _sweep(pieces, frame, aggregates, cti, borders=None, stable_ends=group_ctis is not None)
     key_columns = [F.col(PART).alias(keys[0])] if single else [F.col(PART)[k].alias(k) for k in keys]
-    return formed.select(START, END, CLOSED, HEAD, *key_columns, *[result_name(i) for i in range(len(aggregates))])
+    results = [result_name(i) for i in range(len(aggregates))]
+    if group_ctis is None:
+        return formed.select(START, END, CLOSED, HEAD, *key_columns, *results)
+    # each interval's flags with its own group's CTI (the reference runs the sub-query per group)
+    own = group_ctis.joined(formed.select(START, END, _UNTIL_STABLE, *key_columns, *results))
+    group_cti, until = F.col(GROUP_CTI), F.col(END)
+    closed = (until < group_cti) | ((until == group_cti) & F.col(_UNTIL_STABLE))
+    return own.select(START, END, closed.alias(CLOSED), (F.col(START) < group_cti).alias(HEAD), *keys, *results)
 
 
 def range_borders(frame: DataFrame, ranges: int) -> list[int]:
@@ -189,9 +198,10 @@ def _event_columns(aggregates: Sequence[Aggregate]) -> list[str]:
 
 
 def _sweep(pieces: DataFrame, frame: DataFrame, aggregates: Sequence[Aggregate], cti: int | None,
-           borders: Sequence[int] | None) -> DataFrame:
+           borders: Sequence[int] | None, stable_ends: bool = False) -> DataFrame:
     """The snapshot intervals of ``pieces`` per ``PART``: ``PART``, the lifetime, the flags and the
-    aggregates; ``borders`` when the partitions are ranges of the timeline, to be stitched."""
+    aggregates; ``borders`` when the partitions are ranges of the timeline, to be stitched.
+    ``stable_ends``: also whether each interval's end is a stable boundary (``_UNTIL_STABLE``)."""
     types = {value_name(i): frame.schema[value_name(i)].dataType for i, a in enumerate(aggregates)
              if a.arg is not None}
     tallies = _tallies(aggregates, types)
@@ -200,7 +210,7 @@ def _sweep(pieces: DataFrame, frame: DataFrame, aggregates: Sequence[Aggregate],
     values = [value_name(i) for i in extremes + users]
     ranged = borders is not None
     indexed = bool(extremes or users)
-    stability = ranged or (cti is not None and cti != INFINITY_MICROS)
+    stability = ranged or stable_ends or (cti is not None and cti != INFINITY_MICROS)
     if not ranged:
         # shuffle the pieces, not their twice as many endpoint rows: the rows made after the
         # exchange stay in the partition of their piece, which the sweep's windows need
@@ -224,7 +234,8 @@ def _sweep(pieces: DataFrame, frame: DataFrame, aggregates: Sequence[Aggregate],
                 "*", F.col(_NEXT_TIME).alias(_UNTIL), F.col(_NEXT_STABLE).alias(_UNTIL_STABLE))
     return intervals.select(
         PART, F.col(_TIME).alias(START), F.col(_UNTIL).alias(END), _closed(cti).alias(CLOSED),
-        _head(cti).alias(HEAD), *[_result(i, a, types).alias(result_name(i)) for i, a in enumerate(aggregates)])
+        _head(cti).alias(HEAD), *[_result(i, a, types).alias(result_name(i)) for i, a in enumerate(aggregates)],
+        *([F.col(_UNTIL_STABLE)] if stable_ends else []))
 
 
 def _owned(borders: Sequence[int] | None) -> Column:

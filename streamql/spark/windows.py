@@ -20,9 +20,10 @@ from streamql.query import windows
 from streamql.spark.aggregates import result_name, value_columns
 from streamql.spark.count_window import count_windows
 from streamql.spark.expressions import compile_expr, construct_columns
-from streamql.spark.hopping import hopping_windows
+from streamql.spark.hopping import group_output_ctis, hopping_windows
+from streamql.spark.columns import FLOOR
 from streamql.spark.ingress import CLOSED, END, HEAD, START
-from streamql.spark.operators import GROUP, LIFETIME, Flow, by_name, compile_node, no_floor
+from streamql.spark.operators import GROUP, GROUP_CTI, LIFETIME, Flow, GroupCtis, by_name, compile_node, no_floor
 from streamql.spark.session_window import session_windows
 from streamql.spark.snapshot import snapshot_windows
 from streamql.time import INFINITY_MICROS
@@ -55,7 +56,7 @@ def window_input(node: windows.WindowAggregate, source: Flow) -> tuple[DataFrame
 
 
 def window_output(node: windows.WindowAggregate, formed: DataFrame, keys: tuple[str, ...], source: Flow,
-                  cti: int | None, finite: int | None) -> Flow:
+                  cti: int | None, finite: int | None, group_ctis: GroupCtis | None = None) -> Flow:
     """The window operator's output from its formed windows (one row per window per group: the
     lifetime, the flags, ``keys`` and ``result_name(i)`` per aggregate)."""
     aggregates = aggregates_of(node.projection)
@@ -65,7 +66,7 @@ def window_output(node: windows.WindowAggregate, formed: DataFrame, keys: tuple[
     payload = construct_columns(node.projection, by_name, leaves)
     # a window's events have no floor of their own: the stream's CTI bounds their unstable ends
     out = formed.select(START, END, CLOSED, HEAD, no_floor(), *source.keys, *[c.alias(name) for name, c in payload])
-    return Flow(out, cti, finite, source.keys)
+    return Flow(out, cti, finite, source.keys, source.reached, group_ctis)
 
 
 @compile_node.register
@@ -74,22 +75,30 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
     frame, keys, aggregates = window_input(node, source)
     spec = node.window
     cti, finite = source.cti, source.finite_cti
+    groups = None
     if isinstance(spec, windows.SnapshotWindow):
-        formed = snapshot_windows(frame, keys, aggregates, cti)
+        # the output CTI is the input's: so is each group's
+        groups = source.group_ctis
+        formed = snapshot_windows(frame, keys, aggregates, cti, groups)
     elif isinstance(spec, windows.HoppingWindow):
         # only events that never end need the horizon — only with the CTI INFINITY, and only
         # inputs that may hold them pay for it
         may_be_open = node.source.may_be_open
         latest = (frame.select(*source.keys, horizon(source).alias("_sq_latest"))
                   if may_be_open and cti == INFINITY_MICROS else None)
-        formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, may_be_open, latest)
+        formed = hopping_windows(spec, frame, keys, source.keys, aggregates, cti, may_be_open, latest,
+                                 source.group_ctis)
         cti, finite = spec.output_cti(cti), spec.output_cti(finite)
+        groups = group_output_ctis(spec, source.group_ctis)
     elif isinstance(spec, windows.SessionWindow):
-        formed, cti, finite = session_windows(spec, frame, keys, aggregates, cti, finite)
+        # inside group_apply the output CTI depends on each group's data: each group's own, from
+        # the group's own input CTI where an earlier window made those differ
+        formed, cti, finite, groups = session_windows(spec, frame, keys, aggregates, cti, finite, source.keys,
+                                                      source.group_ctis)
     else:
         assert isinstance(spec, windows.CountWindow)
-        formed, cti = count_windows(spec, frame, keys, aggregates, cti)
-    return window_output(node, formed, keys, source, cti, finite)
+        formed, cti, groups = count_windows(spec, frame, keys, aggregates, cti, source.keys, source.group_ctis)
+    return window_output(node, formed, keys, source, cti, finite, groups)
 
 
 @compile_node.register
@@ -101,7 +110,7 @@ def grouped_flow(node: windows.GroupApply, source: Flow) -> Flow:
     """The stream a ``group_apply`` sub-query reads: ``source`` with the group key as one more key column."""
     key = key_name(len(source.keys))
     return Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
-                source.keys + (key,))
+                source.keys + (key,), source.reached)
 
 
 @compile_node.register
@@ -111,7 +120,13 @@ def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
     key = grouped.keys[-1]
     inner = compile_node(node.apply, {**env, GROUP: grouped})
     payload = construct_columns(node.result, by_name, {GroupKey(node.key.type): F.col(key)})
-    out = inner.frame.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
+    frame = inner.frame
+    if inner.group_ctis is not None:
+        # an unstable end keeps its group's bound, not the least CTI over the groups
+        # (reference.operators.bounded): a union or join after group_apply reads it
+        frame = inner.with_group_ctis(frame)
+        frame = frame.withColumn(FLOOR, F.when(~F.col(CLOSED), F.greatest(F.col(FLOOR), F.col(GROUP_CTI))))
+    out = frame.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
     # windows compute data-dependent CTIs over all groups at once; the minimum over the groups
     # includes the CTI of a group with no events, which is the input CTI through the static rules
-    return Flow(out, inner.cti, inner.finite_cti, source.keys)
+    return Flow(out, inner.cti, inner.finite_cti, source.keys, inner.reached)

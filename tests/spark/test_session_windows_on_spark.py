@@ -130,8 +130,6 @@ class Count:
     n: int
 
 
-@pytest.mark.xfail(strict=True, reason="inside group_apply, the operators after a session window see the least CTI "
-                                       "over the groups on Spark (docs/decisions.md, session windows: known gap)")
 def test_an_operator_after_a_session_window_inside_group_apply(spark: SparkSession) -> None:
     source = sq.input("in", P, sq.Shape.POINT)
     q = source.group_apply(
@@ -141,7 +139,7 @@ def test_an_operator_after_a_session_window_inside_group_apply(spark: SparkSessi
         lambda k, c: P(k, c.n, "", None))
     # group 0: sessions [0, 5) and [17, 21); group 1: [2, 6) and [20, 24). At the CTI 21 group 0's
     # output CTI is 21, group 1's 20: in the reference group 0's snapshot [17, 21) is stable (its end
-    # is a stable boundary at its group's CTI) and released; on Spark the sub-query sees 20
+    # is a stable boundary at its group's CTI) and released; Spark carries each group's CTI too
     items: list[InputItem[P]] = [sq.Insert(t, t + 1, P(k, 0, "", None)) for t, k in [(0, 0), (2, 1), (1, 0), (17, 0), (20, 1)]]
     at = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=100))
     expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput([*items, sq.Cti(21)], at)})

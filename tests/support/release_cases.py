@@ -79,7 +79,7 @@ class Case:
         return [sq.Edge(k, from_micros(t), from_micros(s), p) for k, t, s, p in self.edges]
 
 
-A, B = V("a"), V("b")
+A, B, C = V("a"), V("b"), V("c")
 v0, v1, v2, v6 = V("v0"), V("v1"), V("v2"), V("v6")
 
 CASES = [
@@ -160,6 +160,82 @@ CASES = [
          V, interval=[(k, k + 3, Count(1)) for k in range(0, 12, 3)],
          edges=[e for k in range(0, 12, 3) for e in ((START, k, k, Count(1)), (END, k + 3, k, Count(1)))],
          points=[(k, Count(1)) for k in range(0, 12, 3)], final_cti=INFINITY_MICROS, arrival=True),
+    # issue 23, item 4.3: a derived event keeps its own stream's bound through a union. in1
+    # (INTERVAL, a CTI after every event): [0, 4) a, CTI 0, [6, 7) b, CTI 6; in0: only Cti(1).
+    # keep_last(2) gives a [0, ∞) — not stable: a second later start may still come — but every
+    # later event of in1 starts at or after 6, so a's end will be 6 or later: its stream's CTI 6
+    # bounds it. In the union (CTI min(1, 6) = 1) it keeps that bound, so joined with in1's [0, 4)
+    # the pair's end 4 is final (a surely lasts past it): [0, 4) is released, start 0 < the join's CTI 1
+    Case("a derived event keeps its own stream's bound through a union",
+         lambda s: s["in0"].union(s["in1"].keep_last(2)).join(s["in1"], on=None, select=lambda l, r: V(l.v)),
+         {"in0": Side(sq.Shape.INTERVAL, [sq.Cti(1)]),
+          "in1": Side(sq.Shape.INTERVAL, [sq.Insert(0, 4, A), sq.Insert(6, 7, B)], gen(1))},
+         V, interval=[(0, 4, A)], edges=[(START, 0, 0, A), (END, 4, 0, A)], points=[(0, A)], final_cti=1),
+    # the same through length_batch(2): in1 holds [0, 4) a, [1, 8) b, [8, 9) c (CTIs 0, 1, 8); in0
+    # only Cti(2). The batch {a, b} lives [1, ∞) until a second batch fills, whose last start is at
+    # or after in1's CTI 8: its end will be 8 or later. Through the union (CTI 2) it keeps that
+    # bound, so joined with in1's a and b the pairs [1, 4) and [1, 8) are final (released: start
+    # 1 < the join's CTI 2); the pairs with c start at 8
+    Case("a length_batch event keeps its own stream's bound through a union",
+         lambda s: s["in0"].union(s["in1"].length_batch(2)).join(s["in1"], on=None, select=lambda l, r: V(r.v)),
+         {"in0": Side(sq.Shape.INTERVAL, [sq.Cti(2)]),
+          "in1": Side(sq.Shape.INTERVAL, [sq.Insert(0, 4, A), sq.Insert(1, 8, B), sq.Insert(8, 9, C)], gen(1))},
+         V, interval=[(1, 4, A), (1, 4, A), (1, 8, B), (1, 8, B)],
+         edges=[(START, 1, 1, A), (START, 1, 1, A), (START, 1, 1, B), (START, 1, 1, B),
+                (END, 4, 1, A), (END, 4, 1, A), (END, 8, 1, B), (END, 8, 1, B)],
+         points=[(1, A), (1, A), (1, B), (1, B)], final_cti=2),
+    # issue 23, item 4.1: the horizon after a multi-stream operator needs the CTI history. "a"
+    # (EDGE, importing "b"'s CTIs, one clock): S(-3, a) and b's Cti(0) at position 0, its own
+    # Cti(INFINITY) at position 1; "c" (POINT): Cti(9), then the flush. The union's CTI steps are
+    # min(a, c): 0, 0 (position 0), 0, 9 (position 1: a's finite CTIs, then INFINITY), INFINITY
+    # (the flush) — its greatest finite CTI is 9, not min(0, 9): a reached INFINITY a position
+    # before c. So a's event, which never ends, reaches the windows of 5 starting at or before 9
+    Case("the horizon after a union whose inputs reach INFINITY at different positions",
+         lambda s: s["a"].union(s["c"]).tumbling_window(us(5)).select(lambda w: Count(w.count())),
+         {"a": Side(sq.Shape.EDGE, [sq.StartEdge(-3, A), sq.Cti(INF)],
+                    sq.AdvanceTimeSettings(import_=sq.AdvanceTimeImport("b"))),
+          "b": Side(sq.Shape.EDGE, [sq.Cti(0)]),
+          "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
+         V, interval=[(k, k + 5, Count(1)) for k in (-5, 0, 5)],
+         edges=[e for k in (-5, 0, 5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
+         points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS, arrival=True),
+    # ... and when they reach INFINITY together (the flush), the union had a CTI before only once
+    # both inputs had one: "a" has none but the flush, so the union has no finite CTI, and the
+    # horizon is a's start -3: the window at -5 only (c's CTI 9 is no CTI of the union)
+    Case("the horizon after a union one of whose inputs had no finite CTI",
+         lambda s: s["a"].union(s["c"]).tumbling_window(us(5)).select(lambda w: Count(w.count())),
+         {"a": Side(sq.Shape.EDGE, [sq.StartEdge(-3, A)], gen(100, flush=True)),
+          "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
+         V, interval=[(-5, 0, Count(1))], edges=[(START, -5, -5, Count(1)), (END, 0, -5, Count(1))],
+         points=[(-5, Count(1))], final_cti=INFINITY_MICROS),
+    # issue 23, item 4.2: inside group_apply each group has its own CTIs. in (POINT): group a at 0,
+    # 2, 5, group b at 1, 8, then Cti(6). count_window(2): a's windows [0, 3) and [2, 6) are stable
+    # (last starts 2, 5 < 6) and a's third start 5 has not filled one: a's output CTI is 5; b's
+    # window [1, 9) is not stable (8 >= 6): b's is 1. group_apply's CTI is the least, 1. The
+    # snapshot of a's windows — [0, 2) 1, [2, 3) 2, [3, 6) 1 — sees a's CTI 5: [0, 2) and [2, 3)
+    # are stable. Released (start < 1): [0, 2) — a snapshot seeing the least CTI 1 would not have
+    # its end 2 stable
+    Case("a count window's CTI is its group's inside group_apply",
+         lambda s: s["in"].group_apply(
+             lambda e: e.v,
+             lambda g: g.count_window(2).select(lambda w: Count(w.count())).snapshot_window().select(
+                 lambda w: Count(w.count())),
+             lambda k, c: Count(c.n)),
+         {"in": Side(sq.Shape.POINT, [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(5, 6, A),
+                                      sq.Insert(1, 2, B), sq.Insert(8, 9, B), sq.Cti(6)])},
+         V, interval=[(0, 2, Count(1))], edges=[(START, 0, 0, Count(1)), (END, 2, 0, Count(1))],
+         points=[(0, Count(1))], final_cti=1),
+    # ... and keep_last(1) after the count window: a's windows [0, 3) and [2, 6) live [0, 2) and
+    # [2, ∞) — the end 2 is a's CTI-stable start (2 < 5): [0, 2) is final and released
+    Case("keep_last after a count window sees its group's CTI inside group_apply",
+         lambda s: s["in"].group_apply(
+             lambda e: e.v,
+             lambda g: g.count_window(2).select(lambda w: Count(w.count())).keep_last(1),
+             lambda k, c: Count(c.n)),
+         {"in": Side(sq.Shape.POINT, [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(5, 6, A),
+                                      sq.Insert(1, 2, B), sq.Insert(8, 9, B), sq.Cti(6)])},
+         V, interval=[(0, 2, Count(2))], edges=[(START, 0, 0, Count(2)), (END, 2, 0, Count(2))],
+         points=[(0, Count(2))], final_cti=1),
 ]
 
 

@@ -14,8 +14,10 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.frames import bind, frame
+from support.must_release import check_release
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.streams import SCALE, SPARK_EXAMPLES, P, advance_settings, inputs, us
+from support.depth import examples
+from support.streams import SPARK_EXAMPLES, P, advance_settings, inputs, us
 
 
 @st.composite
@@ -60,7 +62,7 @@ def group_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
     return q
 
 
-@settings(SPARK_EXAMPLES, max_examples=8 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(8))
 @given(data=st.data())
 def test_group_ctis_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -71,12 +73,13 @@ def test_group_ctis_on_spark_equal_reference(spark: SparkSession, data: st.DataO
     note(f"query tree: {q.node!r}")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)  # releases what it must
     event(f"released {'some' if expected.events or expected.edges else 'none'}")
     df = frame(spark, P, shape, items, partitions=data.draw(st.integers(1, 3), label="partitions"))
     assert bind(sq.Binder(spark), source, df, shape, at).run(q, output=output) == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=3 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(3))
 @given(data=st.data())
 def test_group_ctis_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

@@ -14,8 +14,10 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.frames import bind, frame
+from support.must_release import check_release
 from support.incremental import StreamInput, cuts, expected_after, run_in_steps
-from support.streams import SCALE, SPARK_EXAMPLES, P, advance_settings, edge_items, inputs, us
+from support.depth import examples
+from support.streams import SPARK_EXAMPLES, P, advance_settings, edge_items, inputs, us
 
 
 @st.composite
@@ -60,15 +62,16 @@ def queries(draw: st.DrawFn, inputs_: dict[str, StreamInput]) -> sq.Stream[Any]:
     return merged.hopping_window(us(size), us(hop)).select(lambda w: P(w.count(), 0, "w", None))
 
 
-@settings(SPARK_EXAMPLES, max_examples=8 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(8))
 @given(data=st.data())
 def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     given_ = data.draw(sides(), label="inputs")
     q = data.draw(queries(given_), label="query")
     note(f"query tree: {q.node!r}")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
-    expected = sq.reference.run(q, {name: sq.reference.ReferenceInput(i.items, i.settings, i.bad_rows)
-                                    for name, i in given_.items()}, output=output)
+    reference_inputs = {name: sq.reference.ReferenceInput(i.items, i.settings, i.bad_rows) for name, i in given_.items()}
+    expected = sq.reference.run(q, reference_inputs, output=output)
+    check_release(q, reference_inputs, output, expected)  # the reference releases what it must
     event(f"final CTI {'INFINITY' if expected.final_cti == sq.INFINITY else 'finite'}")
     binder = sq.Binder(spark)
     for seed, (name, i) in enumerate(given_.items()):
@@ -77,7 +80,7 @@ def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObj
     assert binder.run(q, output=output) == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=3 * SCALE)
+@settings(SPARK_EXAMPLES, max_examples=examples(3))
 @given(data=st.data())
 def test_horizon_in_micro_batches_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     given_ = data.draw(sides(), label="inputs")

@@ -62,13 +62,18 @@ def queries(draw: st.DrawFn, inputs_: dict[str, StreamInput]) -> sq.Stream[Any]:
     return merged.hopping_window(us(size), us(hop)).select(lambda w: P(w.count(), 0, "w", None))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(8))
-@given(data=st.data())
-def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
+def drawn(data: st.DataObject) -> tuple[dict[str, StreamInput], sq.Stream[P], sq.Shape]:
+    """The inputs, a query over them and the output shape of one example."""
     given_ = data.draw(sides(), label="inputs")
     q = data.draw(queries(given_), label="query")
     note(f"query tree: {q.node!r}")
-    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    return given_, q, data.draw(st.sampled_from(list(sq.Shape)), label="output")
+
+
+@settings(SPARK_EXAMPLES, max_examples=examples(8))
+@given(data=st.data())
+def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
+    given_, q, output = drawn(data)
     reference_inputs = {name: sq.reference.ReferenceInput(i.items, i.settings, i.bad_rows) for name, i in given_.items()}
     expected = sq.reference.run(q, reference_inputs, output=output)
     check_release(q, reference_inputs, output, expected)  # the reference releases what it must
@@ -83,10 +88,7 @@ def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObj
 @settings(SPARK_EXAMPLES, max_examples=examples(3))
 @given(data=st.data())
 def test_horizon_in_micro_batches_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
-    given_ = data.draw(sides(), label="inputs")
-    q = data.draw(queries(given_), label="query")
-    note(f"query tree: {q.node!r}")
-    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    given_, q, output = drawn(data)
     length = max(len(i.items) for i in given_.values())
     released, _ = run_in_steps(spark, q, given_, data.draw(cuts(length), label="cuts"), output, arrival=True)
     assert released == expected_after(q, given_, length, True, output)

@@ -22,6 +22,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 #: once each, and the optimizing compiler's work never pays off (a third less CPU for the Spark
 #: property tests here)
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: as ``sq.local_session``: no call-site capture per PySpark call (a query builds hundreds of Columns;
+#: each capture is four more round trips to the JVM)
+NO_DATAFRAME_DEBUGGING = ("spark.python.sql.dataFrameDebugging.enabled", "false")
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +39,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
         .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
+        .config(*NO_DATAFRAME_DEBUGGING)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

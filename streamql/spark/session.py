@@ -19,7 +19,8 @@ def local_session(master: str = "local[*]", **config: str) -> SparkSession:
     Spark's Python workers run this interpreter (``sys.executable``: ``PYSPARK_PYTHON`` is set
     before the JVM starts, and ``spark.pyspark.python``/``spark.pyspark.driver.python`` say the
     same), so they import streamql, pyarrow and pandas as the driver does; the session time zone
-    is UTC; the web UI and the console progress bar are off. ``master`` is ``local``, ``local[N]``, ``local[*]`` or
+    is UTC; the web UI, the console progress bar and PySpark's per-call DataFrame debugging context
+    are off. ``master`` is ``local``, ``local[N]``, ``local[*]`` or
     ``local-cluster[...]``; ``config`` adds or overrides Spark settings, as strings. Their keys
     contain dots, so pass them as a dict: ``**{"spark.sql.shuffle.partitions": "4"}``.
 
@@ -54,6 +55,10 @@ def local_session(master: str = "local[*]", **config: str) -> SparkSession:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # PySpark's DataFrame debugging records the call site of every PySpark call in the JVM (four
+        # round trips each); a query builds hundreds of Columns, and a small one spends a fifth of its
+        # time on this. Spark's own error messages are unchanged; ``config`` can turn it back on.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         **config,
     }
     # PySpark reads the workers' interpreter from PYSPARK_PYTHON when it starts the SparkContext

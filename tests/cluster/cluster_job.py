@@ -60,6 +60,7 @@ def main() -> int:
         # as tests/conftest.py: the first JIT tier only, in the driver and the executors
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         .config("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
         # the first job waits until both executors have registered
         .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
         .config("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")

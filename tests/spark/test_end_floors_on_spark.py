@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.query.nodes import inputs_of
 from streamql.time import from_micros
-from support.frames import bind, frame
+from support.frames import bind, frame, run_in_shapes
 
 
 @dataclass(frozen=True)
@@ -54,15 +54,15 @@ def pair(l: KV, r: KV) -> KV:
 
 
 def run_both(spark: SparkSession, q: sq.Stream[Any], sides: Sequence[Side],
-             output: sq.Shape) -> tuple[sq.Result[Any], sq.Result[Any]]:
-    """The reference's Result and Spark's for ``q`` over ``sides``."""
+             *outputs: sq.Shape) -> list[tuple[sq.Result[Any], sq.Result[Any]]]:
+    """The reference's Result and Spark's for ``q`` over ``sides``, for each output shape."""
     inputs: Mapping[str, sq.reference.ReferenceInput[Any]] = {
         name: sq.reference.ReferenceInput(items, settings) for s, _, items, settings in sides for name in inputs_of(s.node)}
-    expected = sq.reference.run(q, inputs, output=output)
     binder = sq.Binder(spark)
     for seed, (stream, shape, items, settings) in enumerate(sides):
         binder = bind(binder, stream, frame(spark, KV, shape, items, seed=seed), shape, settings)
-    return expected, binder.run(q, output=output)
+    return [(sq.reference.run(q, inputs, output=output), actual)
+            for output, actual in zip(outputs, run_in_shapes(binder, q, *outputs))]
 
 
 EXAMPLES = [
@@ -97,9 +97,8 @@ EXAMPLES = [
 @pytest.mark.parametrize("name,q,sides,released,final_cti", EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_end_floor_decides_the_release(spark: SparkSession, name: str, q: sq.Stream[Any], sides: list[Side],
                                        released: list[tuple[int, int, KV]], final_cti: int) -> None:
-    expected, actual = run_both(spark, q, sides, sq.Shape.INTERVAL)
+    (expected, actual), (expected_edges, actual_edges) = run_both(spark, q, sides, sq.Shape.INTERVAL, sq.Shape.EDGE)
     assert actual.events == [sq.Event(from_micros(s), from_micros(e), p) for s, e, p in released]
     assert actual.final_cti == from_micros(final_cti)
     assert actual == expected
-    expected_edges, actual_edges = run_both(spark, q, sides, sq.Shape.EDGE)
     assert actual_edges == expected_edges

@@ -79,7 +79,7 @@ def test_group_ctis_on_spark_equal_reference(spark: SparkSession, data: st.DataO
     assert bind(sq.Binder(spark), source, df, shape, at).run(q, output=output) == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(3))
+@settings(SPARK_EXAMPLES, max_examples=examples(3, least=1))
 @given(data=st.data())
 def test_group_ctis_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

@@ -85,7 +85,7 @@ def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObj
     assert binder.run(q, output=output) == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(3))
+@settings(SPARK_EXAMPLES, max_examples=examples(3, least=1))
 @given(data=st.data())
 def test_horizon_in_micro_batches_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     given_, q, output = drawn(data)

@@ -269,7 +269,7 @@ def with_every_bad_row(draw: st.DrawFn, items: list[Any], shape: sq.Shape) -> li
             out[position] = attrs.evolve(item, payload=dataclasses.replace(item.payload, k=cast(Any, None)))
         elif kind == "null start" and isinstance(item, sq.Insert) and shape is sq.Shape.POINT:
             # a POINT row has one time column: with it null, the event has no end either
-            out[position] = attrs.evolve(item, start=None, end=None)
+            out[position] = attrs.evolve(cast(Any, item), start=None, end=None)
         elif kind == "null start":
             out[position] = attrs.evolve(item, start=None)
         elif kind == "null end" and has_end:

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.time import from_micros
-from support.frames import bind, frame
+from support.frames import bind, frame, run_in_shapes
 from support.release_cases import CASES, Case, ordered_edges
 
 
@@ -27,10 +27,9 @@ def binder(spark: SparkSession, case: Case) -> sq.Binder:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_on_spark(spark: SparkSession, case: Case) -> None:
     q: sq.Stream[Any] = case.built()
-    run = binder(spark, case)
-    interval = run.run(q, output=sq.Shape.INTERVAL)
+    interval, point, edge = run_in_shapes(binder(spark, case), q, sq.Shape.INTERVAL, sq.Shape.POINT, sq.Shape.EDGE)
     assert interval.events == case.expected_events()
     assert interval.final_cti == (None if case.final_cti is None else from_micros(case.final_cti))
     assert (interval.dropped, interval.adjusted) == (case.dropped, case.adjusted)
-    assert run.run(q, output=sq.Shape.POINT).events == case.expected_points()
-    assert ordered_edges(run.run(q, output=sq.Shape.EDGE).edges) == ordered_edges(case.expected_edges())
+    assert point.events == case.expected_points()
+    assert ordered_edges(edge.edges) == ordered_edges(case.expected_edges())

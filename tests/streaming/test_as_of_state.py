@@ -28,7 +28,7 @@ def trades() -> list[Any]:
     return [sq.Insert(t, t + 1, P(t // 10 % 3, t, "t", None)) for t in range(10, 600, 10)]
 
 
-@pytest.mark.parametrize("within", [None, 1_000])
+@pytest.mark.parametrize("within", [None, pytest.param(1_000, marks=pytest.mark.slow)])  # the deep tier: both
 def test_a_key_quoted_long_ago_keeps_its_quote(spark: SparkSession, within: int | None) -> None:
     q = TRADES.as_of_join(QUOTES, lambda t, q: t.k == q.k, lambda t, q: P(t.k, t.v, q.s, q.v),
                           None if within is None else us(within))

@@ -84,7 +84,7 @@ def check(spark: SparkSession, data: st.DataObject, shape: sq.Shape, items: list
     assert [attrs.evolve(r, reason=None) for r in actual] == [attrs.evolve(r, reason=None) for r in expected]
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4))
+@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
 @given(data=st.data())
 def test_late_records_in_micro_batches_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -93,7 +93,7 @@ def test_late_records_in_micro_batches_equal_the_reference(spark: SparkSession, 
     check(spark, data, shape, items, data.draw(flushing(), label="settings"))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(3))
+@settings(SPARK_EXAMPLES, max_examples=examples(3, least=1))
 @given(data=st.data())
 def test_late_records_of_edges_in_micro_batches_equal_the_reference(spark: SparkSession,
                                                                     data: st.DataObject) -> None:

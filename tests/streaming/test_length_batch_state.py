@@ -60,7 +60,12 @@ QUERIES: dict[str, Callable[[], sq.Stream[Any]]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(QUERIES))
+#: the default tier runs one query (each is 8 micro-batches checked against the reference); the deep tier both
+IN_DEFAULT_TIER = {"per group"}
+
+
+@pytest.mark.parametrize("name", [n if n in IN_DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(QUERIES)])
 def test_offsets_count_the_dropped_events(spark: SparkSession, tmp_path: Path, name: str) -> None:
     sizes = run(spark, QUERIES[name](), sq.Shape.POINT, points(), tmp_path)
     assert max(sizes) <= 60, sizes

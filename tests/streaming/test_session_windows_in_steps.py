@@ -47,7 +47,7 @@ def sessions(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Visit(0, w.count(), None, w.max(lambda e: e.v))), lambda key, v: Visit(key, v.n, v.total, v.high))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4))
+@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
 @given(data=st.data())
 def test_session_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.EDGE]), label="shape")

@@ -50,7 +50,7 @@ def check_one_input(spark: SparkSession, data: st.DataObject, source: sq.Stream[
           state_bounds=None if bound is None else {"in": bound})
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(6))
+@settings(SPARK_EXAMPLES, max_examples=examples(6, least=1))
 @given(data=st.data())
 def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -84,7 +84,7 @@ def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5))
+@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
 @given(data=st.data())
 def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -97,7 +97,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5))
+@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
 @given(data=st.data())
 def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
@@ -127,7 +127,7 @@ def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSes
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4))
+@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
 @given(data=st.data())
 def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
@@ -149,7 +149,7 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
     check_one_input(spark, data, source, shape, items, q)
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4))
+@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
 @given(data=st.data())
 def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """Start edges stay open across micro-batches until their end edges come; late end edges are
@@ -172,7 +172,7 @@ AS_OF_ONS = [lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (r.o !
              lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5))
+@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
 @given(data=st.data())
 def test_as_of_joins_and_signals_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """The retention floors of ``as_of_join`` (the right side keeps the latest event per key) and

@@ -52,7 +52,7 @@ def chains(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
     return q
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5))
+@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
 @given(data=st.data())
 def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: SparkSession, data: st.DataObject) -> None:
     source = sq.input("in", P, sq.Shape.POINT)

@@ -4,7 +4,7 @@ Two tiers, by pytest's own means:
 
 - the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test,
   the examples, the documentation, a Structured Streaming smoke test and a few examples of every
-  property test (``examples(n)``: a fifth of ``n``, at least 2), and leaves out the tests marked
+  property test (``examples(n)``: a fifth of ``n``, at least 2, or 1 for a micro-batch test), and leaves out the tests marked
   ``slow`` (``addopts`` in ``pyproject.toml`` deselects them);
 - the **deep tier** — ``STREAMQL_DEPTH=deep pytest -q -m "slow or hypothesis"``, which ``.ci/run``
   runs after the default tier — runs the ``slow`` tests (restarts, kill -9, local-cluster, the site
@@ -29,7 +29,9 @@ MULTIPLIER = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
 DEEP_FACTOR = 1
 
 
-def examples(n: int) -> int:
+def examples(n: int, least: int = 2) -> int:
     """The example count of a property test whose standard count is ``n``: ``DEEP_FACTOR * n`` in
-    the deep tier, ``n // 5`` (at least 2) in the default tier; times ``STREAMQL_EXAMPLES``."""
-    return MULTIPLIER * (DEEP_FACTOR * n if DEEP else max(2, n // 5))
+    the deep tier, ``n // 5`` (at least ``least``) in the default tier; times ``STREAMQL_EXAMPLES``.
+    The micro-batch property tests (10-30 s an example: every step is a Spark query) take
+    ``least=1``."""
+    return MULTIPLIER * (DEEP_FACTOR * n if DEEP else max(least, n // 5))

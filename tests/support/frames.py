@@ -94,3 +94,16 @@ def imported_after_importer(payload: type[Any], shape: sq.Shape, items: Sequence
     if result.final_cti is None:
         return list(items)
     return [sq.Cti(EARLIEST_CTI) for _ in importer_items] + list(items)
+
+
+def run_in_shapes(binder: sq.Binder, q: sq.Stream[Any], *shapes: sq.Shape) -> list[sq.Result[Any]]:
+    """``[binder.run(q, output=s) for s in shapes]`` from one scan of the inputs: the hand-worked
+    cases check every output shape, and a scan is most of a small query's Spark jobs. (Through the
+    binder's internals: ``run`` scans once per call.)"""
+    from streamql.binder import _collected
+
+    execution = binder._execute(q)
+    try:
+        return [_collected(execution, shape) for shape in shapes]
+    finally:
+        execution.unpersist()

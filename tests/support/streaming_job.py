@@ -52,6 +52,7 @@ def main(source: str, sink: str, checkpoint: str) -> None:
     spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
              .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
              .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")  # as tests/conftest.py
+             .config("spark.python.sql.dataFrameDebugging.enabled", "false")
              .getOrCreate())
     running = bind(spark, source).start(QUERY, sink=sink, checkpoint=checkpoint)
     running.await_termination()

@@ -274,7 +274,7 @@ def with_every_bad_row(draw: st.DrawFn, items: list[Any], shape: sq.Shape) -> li
             out[position] = attrs.evolve(item, start=None)
         elif kind == "null end" and has_end:
             out[position] = attrs.evolve(item, end=None)
-        elif kind == "empty" and has_end:
+        elif kind == "empty" and has_end and item.start is not None:  # (its start may be a bad row's already)
             out[position] = attrs.evolve(item, end=item.start - draw(st.integers(0, 2), label="before"))
     return out
 

@@ -87,9 +87,9 @@ from pyspark.sql.window import Window
 
 import streamql as sq
 from streamql.query.nodes import Input
-from streamql.spark.jobs import counting_jobs
-from streamql.spark.phases import Phases, recording
-from streamql.spark.workers import check_workers
+from streamql.spark.runtime.jobs import counting_jobs
+from streamql.spark.runtime.phases import Phases, recording
+from streamql.spark.runtime.workers import check_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import streaming  # noqa: E402 - benchmarks/streaming.py, beside this file

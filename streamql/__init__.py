@@ -14,7 +14,7 @@ from streamql.query.aggregates import UserAggregate
 from streamql.query.stream import Stream, input
 from streamql.query.windowed import Grouped, GroupedWindowed, GroupWindow, Window, Windowed
 from streamql.running import Progress, RunningQuery
-from streamql.spark.session import local_session
+from streamql.spark.runtime.session import local_session
 from streamql.time import INFINITY, TICK
 
 __all__ = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import uuid
+from types import MappingProxyType
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Literal, Mapping, Sequence, TypeVar
@@ -13,25 +14,25 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from streamql.advance_time import AdvanceTimeSettings
-from streamql.errors import BindingError, StreamqlError
+from streamql.errors import BindingError, errors_naming
 from streamql.events import Edge, EdgeKind, Event, Late, Result, Shape, late_order
 from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
-from streamql.spark.incremental import StateStore
-from streamql.spark.ingress import END, START, Binding, Ingress, check_binding
-from streamql.spark.scanning import scan_input, scan_order
-from streamql.spark import esper as _esper  # noqa: F401 - registers the Esper-style operators
-from streamql.spark import joins as _joins  # noqa: F401 - registers the multi-stream operators
+from streamql.spark.streaming.step import StateStore
+from streamql.spark.base.columns import END, START
+from streamql.spark.ingress.binding import Binding, check_binding
+from streamql.spark.ingress.scan import Ingress
+from streamql.spark.ingress.imports import scan_input, scan_order
+from streamql.spark import operators as _operators  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
-from streamql.spark import as_of as _as_of  # noqa: F401 - registers as_of_join and to_signal
-from streamql.spark.operators import Flow, compile_node, input_flow
-from streamql.spark.phases import phase
-from streamql.spark.late import late_frame, late_records, written_columns
-from streamql.spark.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
-from streamql.spark.schema import collectable, payload_from_row
-from streamql.spark.sharing import TAG, compiled_together
-from streamql.spark.workers import check_workers
+from streamql.spark.operators.flow import Flow, compile_node, input_flow
+from streamql.spark.runtime.phases import phase
+from streamql.spark.ingress.late import late_frame, late_records, written_columns
+from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
+from streamql.spark.base.schema import collectable, payload_from_row
+from streamql.spark.operators.sharing import TAG, compiled_together
+from streamql.spark.runtime.workers import check_workers
 from streamql.time import from_micros
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class _Execution(Generic[T]):
     flows: Mapping[str, Flow] = attrs.field(eq=False)  # the scanned inputs
     #: run with others (``run_many``) as one query grouped by a tag: the flow of them all, and its tag
     tagged: tuple[Flow, int] | None = attrs.field(default=None, eq=False)
-    #: the late records of the inputs the query reads (``streamql.spark.late``), by input
+    #: the late records of the inputs the query reads (``streamql.spark.ingress.late``), by input
     late: Mapping[str, tuple[PayloadSchema, DataFrame]] = attrs.field(factory=dict, eq=False)
 
     def released(self, output: Shape) -> DataFrame:
@@ -97,6 +98,11 @@ class Binder:
     @property
     def spark(self) -> SparkSession:
         return self._spark
+
+    @property
+    def bindings(self) -> Mapping[str, Binding]:
+        """The bound inputs by name (read-only): each input's DataFrame and how it is read."""
+        return MappingProxyType(self._bindings)
 
     def bind(self, stream: Stream[T], source: DataFrame, *, start: str, end: str | None = None,
              edge: str | None = None, kind: str | None = None, arrival: str | None = None,
@@ -258,7 +264,7 @@ class Binder:
 
         >>> print(binding.explain(averages))  # doctest: +SKIP
         """
-        from streamql.spark.explain import explain_bound
+        from streamql.spark.operators.explain import explain_bound
 
         if not isinstance(output, Shape):
             raise BindingError(f"output must be a sq.Shape, got {output!r}")
@@ -562,26 +568,3 @@ def _check_names(what: str, queries: Mapping[str, Any], other: Mapping[str, Any]
                            + "; ".join(parts))
 
 
-@contextmanager
-def errors_naming(names: Sequence[str]) -> Iterator[None]:
-    """An error raised inside names the queries of ``run_many`` (``write_many``, ``start_many``) it
-    concerns: a streamql error is raised again as the same class, its message prefixed with
-    ``query 'name': ``; any other exception gets that as a note."""
-    if not names:
-        yield
-        return
-    label = f"query {names[0]!r}" if len(names) == 1 else "queries " + ", ".join(map(repr, names))
-    try:
-        yield
-    except StreamqlError as exc:
-        try:
-            named: StreamqlError | None = type(exc)(f"{label}: {exc}")
-        except Exception:  # a subclass that is not made from a message alone
-            named = None
-        if named is None:
-            exc.add_note(f"in {label}")
-            raise
-        raise named from exc
-    except Exception as exc:
-        exc.add_note(f"in {label}")
-        raise

@@ -1,6 +1,9 @@
 """The exceptions streamql raises: each names what the user should change."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
 
 class StreamqlError(ValueError):
     """Base class of every streamql error."""
@@ -21,3 +24,28 @@ class BindingError(StreamqlError):
 class BadInputError(StreamqlError):
     """An input row breaks the event model (null time, ``end <= start``, unmatched end edge)
     and the binding was made with ``bad_rows="error"``."""
+
+
+@contextmanager
+def errors_naming(names: Sequence[str]) -> Iterator[None]:
+    """An error raised inside names the queries of ``run_many`` (``write_many``, ``start_many``) it
+    concerns: a streamql error is raised again as the same class, its message prefixed with
+    ``query 'name': ``; any other exception gets that as a note."""
+    if not names:
+        yield
+        return
+    label = f"query {names[0]!r}" if len(names) == 1 else "queries " + ", ".join(map(repr, names))
+    try:
+        yield
+    except StreamqlError as exc:
+        try:
+            named: StreamqlError | None = type(exc)(f"{label}: {exc}")
+        except Exception:  # a subclass that is not made from a message alone
+            named = None
+        if named is None:
+            exc.add_note(f"in {label}")
+            raise
+        raise named from exc
+    except Exception as exc:
+        exc.add_note(f"in {label}")
+        raise

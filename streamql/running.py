@@ -1,6 +1,6 @@
 """Running queries on Structured Streaming: ``Binder.start`` and ``RunningQuery`` (docs/streaming.md).
 
-Every micro-batch runs one incremental step (``streamql.spark.incremental``) inside
+Every micro-batch runs one incremental step (``streamql.spark.streaming.step``) inside
 ``foreachBatch``. What a step releases goes to ``<sink>/micro_batch=<id>``, its EDGE output and
 output CTI to the query's *feed* (``<checkpoint>/streamql/feed/micro_batch=<id>``, which
 ``RunningQuery.as_stream`` lets other queries read), and its carried state to
@@ -30,18 +30,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.streaming.query import StreamingQuery
 
-from streamql.errors import BindingError
+from streamql.errors import BindingError, errors_naming
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
-from streamql.spark.incremental import (Carried, InputState, Plan, StateStore, Step, empty_carried, observed_metrics,
+from streamql.spark.streaming.step import (Carried, InputState, Plan, StateStore, Step, empty_carried, observed_metrics,
                                        scan_new_rows, step)
-from streamql.spark.late import late_frame, written_columns
-from streamql.spark.ingress import Binding, Ingress
-from streamql.spark.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
-from streamql.spark.jobs import counting_jobs
-from streamql.spark.schema import spark_type
-from streamql.spark.columns import START
+from streamql.spark.ingress.late import late_frame, written_columns
+from streamql.spark.ingress.binding import Binding
+from streamql.spark.ingress.scan import Ingress
+from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
+from streamql.spark.runtime.jobs import counting_jobs
+from streamql.spark.base.schema import spark_type
+from streamql.spark.base.columns import START
 from streamql.time import from_micros
 
 T = TypeVar("T")
@@ -513,8 +514,6 @@ def start_many(spark: SparkSession, bindings: Mapping[str, Binding], queries: Ma
     """``Binder.start_many``: one ``_Query`` per query (its states and feed under
     ``<checkpoint>/streamql/queries/<name>``), one runner and one Structured Streaming query over
     the streaming inputs of them all."""
-    from streamql.binder import errors_naming
-
     root = f"{checkpoint.rstrip('/')}/streamql"
     chosen: dict[str, Binding] = {}
     each: dict[str, _Query] = {}

@@ -148,7 +148,7 @@ def trace_binding(binder: Binder, q: Stream[Any], output: Shape = Shape.INTERVAL
     (an error beyond ``max_events`` rows, counted before anything is collected) and replayed by the
     reference evaluator for the input lanes and the release steps; the output lane shows the events
     the Spark run released."""
-    from streamql.spark.replay import reference_inputs
+    from streamql.spark.ingress.replay import reference_inputs
 
     inputs = reference_inputs(binder, q, max_events)
     return trace(q, inputs, output, result=binder.run(q, output), group_by=group_by, max_events=max_events)

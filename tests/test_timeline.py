@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
-from streamql.spark.replay import reference_inputs
+from streamql.spark.ingress.replay import reference_inputs
 from streamql.time import to_micros
 from streamql.timeline import Mark, trace, trace_binding
 from support.frames import bind, frame

@@ -1,6 +1,6 @@
 """Scalar expression nodes: immutable, hashable, each with its static ``ValueType``.
 
-Nodes know nothing of streams or Spark: ``streamql.spark.expressions`` compiles them to
+Nodes know nothing of streams or Spark: ``streamql.spark.base.expressions`` compiles them to
 Spark Columns and ``streamql.reference.expressions`` evaluates them in Python.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.query.nodes import inputs_of
-from streamql.spark.explain import plan_lines
+from streamql.spark.operators.explain import plan_lines
 from streamql.time import from_micros
 from support.as_of_cases import CASES, Case, Tick
 from support.frames import bind, frame, imported_after_importer

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 import streamql as sq
 from streamql.events import InputItem
 from streamql.time import from_micros
-from streamql.spark.incremental import Plan, empty_carried, step
+from streamql.spark.streaming.step import Plan, empty_carried, step
 from support.frames import bind, frame
 from support.incremental import released_values
 from support.streams import P, advance_settings, build, edge_items, pipelines, us
@@ -309,7 +309,7 @@ def test_ignored_end_edge_counts_in_the_micro_batch_it_arrives_in(spark: SparkSe
         [sq.StartEdge(12, Signal("a")), sq.Cti(15)], [sq.EndEdge(12, 14, Signal("a"))],
         [sq.EndEdge(12, 22, Signal("a")), sq.Cti(30)]]
     first = frame(spark, Signal, sq.Shape.EDGE, micro_batches[0])
-    binding = bind(sq.Binder(spark), SIGNAL, first, sq.Shape.EDGE, None)._bindings["signal"]
+    binding = bind(sq.Binder(spark), SIGNAL, first, sq.Shape.EDGE, None).bindings["signal"]
     plan = Plan(SIGNAL.node, {"signal": binding}, (sq.Shape.INTERVAL,))
     carried = empty_carried(plan)
     dropped, open_edges, released = [], [], []

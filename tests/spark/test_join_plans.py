@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 import streamql as sq
 from streamql.events import InputItem
 from streamql.query.joins import Join
-from streamql.spark.ingress import END, START
-from streamql.spark.joins import R_END, R_START, TimeBuckets, equality_keys, meeting_places, time_buckets
+from streamql.spark.base.columns import END, START
+from streamql.spark.operators.joins import R_END, R_START, TimeBuckets, equality_keys, meeting_places, time_buckets
 from streamql.time import INFINITY_MICROS
 from support.frames import bind, frame
 

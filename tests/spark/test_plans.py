@@ -17,7 +17,8 @@ from pyspark.sql import functions as F
 
 import streamql as sq
 from streamql.events import InputItem
-from streamql.spark import arrival_scan, ingress
+from streamql.spark.ingress import arrival_scan
+from streamql.spark.ingress import scan as ingress
 from streamql.time import to_micros
 from support.frames import bind, frame
 

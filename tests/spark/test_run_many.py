@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
-import streamql.spark.scanning
-from streamql.spark import hopping
-from streamql.spark import windows as spark_windows
-from streamql.spark.ingress import run_ingress
+import streamql.spark.ingress.imports
+from streamql.spark.windows import hopping
+from streamql.spark.windows import grouping as spark_windows
+from streamql.spark.ingress.scan import run_ingress
 from support.frames import bind, frame
 from support.depth import examples
 from support.streams import SPARK_EXAMPLES, P, Tied, advance_settings, build, inputs, pipelines, us
@@ -145,7 +145,7 @@ def test_each_input_is_scanned_once_for_all_the_queries(shared: sq.Binder, monke
         scanned.append(b.name)
         return run_ingress(b, *args, **kwargs)
 
-    monkeypatch.setattr(streamql.spark.scanning, "run_ingress", counting)
+    monkeypatch.setattr(streamql.spark.ingress.imports, "run_ingress", counting)
     busy = READING.where(lambda e: e.v > 1)
     queries: dict[str, sq.Stream[Any]] = {
         "busy": busy,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
-import streamql.spark.session_window as session_window
+import streamql.spark.windows.session as session_window
 from streamql.events import InputItem
 from streamql.time import from_micros
 from support.frames import bind, frame

@@ -1,4 +1,4 @@
-"""Snapshot windows on Spark (``streamql/spark/snapshot.py``): hand-worked examples from the
+"""Snapshot windows on Spark (``streamql/spark/windows/snapshot.py``): hand-worked examples from the
 StreamInsight snapshot page (seed 002), grouping, min/max through the segment tree, all-null
 values, the stability of a boundary at the CTI, ungrouped inputs swept over several ranges of the
 timeline and stitched at their borders, a property test against the reference evaluator, and the
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 
 import streamql as sq
-from streamql.spark import snapshot
+from streamql.spark.windows import snapshot
 from streamql.time import to_micros
 from support.frames import bind, frame
 from support.depth import examples

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 import streamql as sq
 from streamql.events import InputItem
-from streamql.spark.phases import recording
+from streamql.spark.runtime.phases import recording
 from support.frames import bind, frame
 
 

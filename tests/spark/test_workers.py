@@ -18,8 +18,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 import streamql as sq
-from streamql.spark import workers
-from streamql.spark.workers import Failure, Probe
+from streamql.spark.runtime import workers
+from streamql.spark.runtime.workers import Failure, Probe
 from support.worker_check import child_env, interpreter_without_streamql, run_job
 
 
@@ -105,7 +105,7 @@ def test_a_local_master_is_not_a_cluster() -> None:
 def test_streamql_is_packed_as_its_sources() -> None:
     with zipfile.ZipFile(workers.packed_streamql()) as archive:
         names = set(archive.namelist())
-    assert {"streamql/__init__.py", "streamql/spark/workers.py", "streamql/py.typed"} <= names
+    assert {"streamql/__init__.py", "streamql/spark/runtime/workers.py", "streamql/py.typed"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 

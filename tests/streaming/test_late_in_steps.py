@@ -15,8 +15,8 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.payload import schema_of
-from streamql.spark.incremental import Carried, Plan, Step, empty_carried, step
-from streamql.spark.late import late_records
+from streamql.spark.streaming.step import Carried, Plan, Step, empty_carried, step
+from streamql.spark.ingress.late import late_records
 from support.frames import bind, frame
 from support.incremental import cuts, flushing
 from support.streams import P, SPARK_EXAMPLES, edge_items, inputs, us
@@ -39,13 +39,13 @@ def records_in_steps(spark: SparkSession, source: sq.Stream[P], shape: sq.Shape,
     each step's records checked against its counts."""
     binder = bind(sq.Binder(spark), source, frame(spark, P, shape, items[:1], arrival=arrival), shape, at,
                   arrival=arrival, bad_rows="drop")
-    plan = Plan(source.node, {"in": binder._bindings["in"]}, (sq.Shape.INTERVAL,))
+    plan = Plan(source.node, {"in": binder.bindings["in"]}, (sq.Shape.INTERVAL,))
     carried = empty_carried(plan)
     records: list[sq.Late] = []
     for batch, (lo, hi) in enumerate(zip(bounds, bounds[1:] + [len(items)])):
         rows = frame(spark, P, shape, items[lo:hi], arrival=arrival, first_arrival=lo, seed=batch)
         new = {"in": bind(sq.Binder(spark), source, rows, shape, at, arrival=arrival,
-                          bad_rows="drop")._bindings["in"].source}
+                          bad_rows="drop").bindings["in"].source}
         outcome = step(spark, plan, carried, new, batch)
         records += counted(outcome, carried)
         carried = outcome.carried

@@ -1,5 +1,5 @@
 """A streaming ``length_batch`` drops the first events of each group and numbers the rest from the
-count it dropped (its offsets, ``streamql.spark.retention``): after every micro-batch it has
+count it dropped (its offsets, ``streamql.spark.streaming.retention``): after every micro-batch it has
 released what the reference releases over the input so far, with its state written and read back
 between micro-batches; where the events it would drop are not the first of their group's order
 (a long interval), the input keeps everything until they are."""
@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.query import esper
-from streamql.spark.incremental import StateStore
-from streamql.spark.retention import CountedBatch, counted_batches
+from streamql.spark.streaming.step import StateStore
+from streamql.spark.streaming.retention import CountedBatch, counted_batches
 from support.incremental import StreamInput, run_in_steps
 from support.streams import P, us
 

@@ -1,7 +1,7 @@
 """Batch equals streaming for session windows: run in micro-batches by the incremental step, a
 session query has released, after every micro-batch, exactly what the reference releases over the
 input so far, and after the final step what it releases over the whole input — while the state
-keeps only the sessions that can still change (``streamql.spark.retention``: the start of the
+keeps only the sessions that can still change (``streamql.spark.streaming.retention``: the start of the
 earliest session reaching the output floor, less the gap). Random inputs (events that never end,
 edges with late and missing end edges; micro-batches in storage order or shuffled with an arrival
 column), pipelines, gaps and maximum durations, grouped, ungrouped

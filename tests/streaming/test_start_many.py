@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 import streamql as sq
-import streamql.spark.scanning
-from streamql.spark.ingress import run_ingress
+import streamql.spark.ingress.imports
+from streamql.spark.ingress.scan import run_ingress
 from support.json_readings import EVERY_4, READINGS, SCHEMA, averages, put, rows
 from support.streaming_job import Average
 
@@ -64,7 +64,7 @@ def test_each_query_releases_what_it_releases_alone_across_a_restart(spark: Spar
         scans.append(b.name)
         return run_ingress(b, *args, **kwargs)
 
-    monkeypatch.setattr(streamql.spark.scanning, "run_ingress", counting)
+    monkeypatch.setattr(streamql.spark.ingress.imports, "run_ingress", counting)
 
     def many(binder: sq.Binder, where: Path) -> sq.RunningQuery[Any]:
         return binder.start_many(QUERIES, sinks={name: str(where / name) for name in QUERIES},

@@ -1,4 +1,4 @@
-"""Live hopping and tumbling windows on partial aggregates (``streamql.spark.incremental_windows``):
+"""Live hopping and tumbling windows on partial aggregates (``streamql.spark.streaming.partials``):
 in micro-batches they release, after every step, exactly what the reference releases over the
 input so far, and they carry one row per open window per group, never an input event."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 import streamql as sq
-from streamql.spark.incremental_windows import incremental_window
+from streamql.spark.streaming.partials import incremental_window
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
 from support.streams import SELECTS, SPARK_EXAMPLES, WHERES, P, inputs, us
 from support.depth import examples

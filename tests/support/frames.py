@@ -11,7 +11,7 @@ from pyspark.sql import types as T
 
 import streamql as sq
 from streamql.payload import schema_of
-from streamql.spark.schema import spark_type, spark_value
+from streamql.spark.base.schema import spark_type, spark_value
 from streamql.time import to_micros
 
 

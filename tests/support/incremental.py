@@ -14,10 +14,10 @@ from streamql.payload import sort_key
 from streamql.query import nodes
 from streamql.reference import declared_inputs
 from streamql.reference.inputs import ingest
-from streamql.spark.incremental import Carried, Plan, StateStore, empty_carried, step
-from streamql.spark.release import EDGE_KIND, EDGE_TIME
-from streamql.spark.schema import collectable, payload_from_row
-from streamql.spark.columns import END, START
+from streamql.spark.streaming.step import Carried, Plan, StateStore, empty_carried, step
+from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME
+from streamql.spark.base.schema import collectable, payload_from_row
+from streamql.spark.base.columns import END, START
 from streamql.time import from_micros, to_micros
 from support.frames import bind, frame
 from support.must_release import check_release
@@ -85,7 +85,7 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
     for name, i in inputs.items():
         binder = bind(binder, i.stream, frame(spark, i.payload, i.shape, i.items[:1], arrival=arrival), i.shape,
                       i.settings, arrival=arrival, bad_rows=i.bad_rows)
-    bindings = {name: binder._bindings[name] for name in inputs}
+    bindings = {name: binder.bindings[name] for name in inputs}
     plan = Plan(q.node, bindings, (output,))
     carried = empty_carried(plan)
     states = StateStore(spark, store) if store is not None else None
@@ -97,7 +97,7 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
         for name, i in inputs.items():
             rows = frame(spark, i.payload, i.shape, i.items[lo:hi], arrival=arrival, first_arrival=lo, seed=batch)
             new[name] = bind(sq.Binder(spark), i.stream, rows, i.shape, i.settings, arrival=arrival,
-                             bad_rows=i.bad_rows)._bindings[name].source
+                             bad_rows=i.bad_rows).bindings[name].source
         outcome = step(spark, plan, carried, new, batch)
         released += released_values(outcome.released_now[output], q, output)
         carried = states.commit(outcome.carried)[0] if states is not None else outcome.carried

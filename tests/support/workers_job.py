@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pyspark.sql import SparkSession
 
 import streamql as sq
-from streamql.spark.workers import JOB_GROUP, run_probe
+from streamql.spark.runtime.workers import JOB_GROUP, run_probe
 
 
 @dataclass(frozen=True)

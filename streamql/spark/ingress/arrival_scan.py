@@ -1,0 +1,342 @@
+"""The arrival-order work of an input — CTI rows, CTI generation, DROP/ADJUST — as a parallel scan.
+
+Each Spark partition holds a contiguous run of the input in arrival order. The scan has three
+steps (DESIGN §6):
+
+1. ``summarize`` (every partition in parallel): what the partition does to the scan state when
+   none of its events violates a CTI, and whether that is certain given the incoming state.
+2. ``combine`` (driver, over one small summary per partition): the exact incoming state of every
+   partition. A partition whose summary cannot decide (it holds events that may be late) is
+   *simulated* exactly from its now known incoming state before the combine moves on.
+3. The simulated partitions' decisions (drop, move a start, move an end) are joined back to the
+   events; partitions found clean need nothing.
+
+``simulate`` is the sequential rule itself, written as ``streamql.reference.inputs`` is: it is
+the same algorithm over arrays. Functions here run in Spark's Python workers (``mapInArrow``)
+on the time columns only — never on payloads.
+"""
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pyarrow as pa
+
+from streamql.time import INFINITY_MICROS, MAX_MICROS, MIN_MICROS
+
+INSERT, START_EDGE, END_EDGE, CTI = 0, 1, 2, 3
+DROP, ADJUST_START, ADJUST_END = 1, 2, 3
+#: below every time (and below every time minus any clamped delay): "no value yet"
+NONE = -(2**62)
+#: a row's scan unit (a run of arrival order) is ``seq >> PARTITION_BITS``: monotonically_increasing_id
+#: keeps the partition index there, and arrival-ordered inputs put their arrival range there
+PARTITION_BITS = 33
+
+
+@attrs.frozen
+class ScanSettings:
+    """The parts of an input's advance-time settings the scan needs, in microseconds."""
+
+    every_events: int | None
+    every: int | None
+    delay: int
+    adjust: bool
+
+    @property
+    def generates(self) -> bool:
+        return self.every_events is not None or self.every is not None
+
+
+@attrs.frozen
+class ScanState:
+    """The scan state between two rows: the current CTI, the accepted count, the greatest
+    accepted start and the ``every=`` baseline (``NONE`` where there is none yet)."""
+
+    cti: int = NONE
+    count: int = 0
+    max_start: int = NONE
+    baseline: int = NONE
+
+
+@attrs.frozen
+class Summary:
+    """One scan unit's summary (computed without knowing its incoming state)."""
+
+    unit: int
+    rows: int
+    eligible: int  # inserts and start edges: the events CTI generation counts
+    max_start: int
+    max_cti_row: int
+    min_checked: int  # least start (end, for end edges) that a CTI could violate
+    locally_certain: bool  # no event is late with respect to CTIs from inside the partition
+    tail_max: tuple[int, ...]  # running max of starts at the last every_events eligible positions
+    bad_rows: int
+    first_bad: int  # seq of the first bad row, or -1
+
+
+def _shift(t: int, d: int) -> int:
+    """Saturating ``t + d`` for finite ``t`` (mirrors ``streamql.time.shift``)."""
+    if t == INFINITY_MICROS:
+        return t
+    moved = t + d
+    return INFINITY_MICROS if moved > MAX_MICROS else max(MIN_MICROS, moved)
+
+
+# --- step 1: per-partition summaries ----------------------------------------------------------
+
+
+@attrs.frozen
+class Rows:
+    """A run of input rows in arrival order (the time columns only)."""
+
+    kinds: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    bad: np.ndarray
+    seqs: np.ndarray
+
+    def slice(self, lo: int, hi: int) -> Rows:
+        return Rows(self.kinds[lo:hi], self.starts[lo:hi], self.ends[lo:hi], self.bad[lo:hi], self.seqs[lo:hi])
+
+    def good(self) -> Rows:
+        keep = ~self.bad
+        return Rows(self.kinds[keep], self.starts[keep], self.ends[keep], self.bad[keep], self.seqs[keep])
+
+
+def rows_of(table: pa.Table, partition: int) -> Rows:
+    """The rows of an Arrow table with ``start`` (null for a bad row) and, where the input needs
+    them, ``kind``, ``end`` and ``seq``; absent columns mean all INSERTs, ends that no decision
+    reads, and file order (``seq`` = partition << PARTITION_BITS | row index, as monotonically_increasing_id)."""
+    names = set(table.schema.names)
+    n = table.num_rows
+    start_column = table.column("start")
+    bad = start_column.is_null().to_numpy(zero_copy_only=False).astype(bool)
+    starts = start_column.fill_null(0).to_numpy().astype(np.int64)
+    return Rows(
+        kinds=table.column("kind").to_numpy().astype(np.int64) if "kind" in names else np.zeros(n, np.int64),
+        starts=starts,
+        ends=table.column("end").fill_null(0).to_numpy().astype(np.int64) if "end" in names else starts + 1,
+        bad=bad,
+        seqs=(table.column("seq").to_numpy().astype(np.int64) if "seq" in names
+              else (partition << PARTITION_BITS) + np.arange(n, dtype=np.int64)),
+    )
+
+
+def summarize(rows: Rows, settings: ScanSettings, unit: int) -> Summary:
+    bad_count = int(rows.bad.sum())
+    first_bad = int(rows.seqs[rows.bad][0]) if bad_count else -1
+    good = rows.good()
+    kinds, starts, ends = good.kinds, good.starts, good.ends
+    eligible = (kinds == INSERT) | (kinds == START_EDGE)
+    checked = eligible | (kinds == END_EDGE)
+    values = np.where(kinds == END_EDGE, ends, starts)
+    cti_rows = np.where(kinds == CTI, starts, NONE)
+    cti_before = _exclusive_running_max(cti_rows)
+    elig_starts = np.where(eligible, starts, NONE)
+    bound = cti_before
+    if settings.generates:
+        max_before = _exclusive_running_max(elig_starts)
+        generated = np.where(max_before == NONE, NONE, max_before - settings.delay)
+        bound = np.maximum(bound, generated)
+    locally_certain = bool(np.all(values[checked] >= bound[checked])) if checked.any() else True
+    tail: tuple[int, ...] = ()
+    if settings.every_events is not None and eligible.any():
+        running = np.maximum.accumulate(starts[eligible])
+        tail = tuple(int(v) for v in running[-settings.every_events:])
+    return Summary(
+        unit=unit,
+        rows=int(len(kinds)),
+        eligible=int(eligible.sum()),
+        max_start=int(elig_starts.max()) if len(kinds) else NONE,
+        max_cti_row=int(cti_rows.max()) if len(kinds) else NONE,
+        min_checked=int(values[checked].min()) if checked.any() else INFINITY_MICROS,
+        locally_certain=locally_certain,
+        tail_max=tail,
+        bad_rows=bad_count,
+        first_bad=first_bad,
+    )
+
+
+def _exclusive_running_max(values: np.ndarray) -> np.ndarray:
+    if len(values) == 0:
+        return values
+    running = np.maximum.accumulate(values)
+    return np.concatenate([[NONE], running[:-1]]).astype(np.int64)
+
+
+# --- step 2: the exact state after a partition --------------------------------------------------
+
+
+def clean_transfer(summary: Summary, state: ScanState, settings: ScanSettings) -> ScanState | None:
+    """The state after the partition if none of its events can violate a CTI, else None.
+
+    Within the partition the CTI never exceeds max(incoming CTI, CTI rows so far, greatest start
+    so far - delay); ``summarize`` checked every event against the partition's own part of that
+    bound, so only the incoming part is left to check here.
+    """
+    if not summary.locally_certain or settings.every is not None:
+        return None
+    incoming = state.cti
+    if settings.generates and state.max_start != NONE:
+        incoming = max(incoming, state.max_start - settings.delay)
+    if summary.min_checked < incoming:
+        return None
+    cti = max(state.cti, summary.max_cti_row)
+    count = state.count + summary.eligible
+    max_start = max(state.max_start, summary.max_start)
+    n = settings.every_events
+    if n is not None and summary.eligible:
+        last = summary.eligible - (count % n)  # the partition's last generating position, 1-based
+        if last >= 1:
+            tail_index = len(summary.tail_max) - (summary.eligible - last) - 1
+            greatest = max(state.max_start, summary.tail_max[tail_index])
+            cti = max(cti, _shift(greatest, -settings.delay))
+    return ScanState(cti, count, max_start, state.baseline)
+
+
+def optimistic_transfer(summary: Summary, state: ScanState, settings: ScanSettings) -> ScanState:
+    """A guess of the state after a unit that may hold late events: as if none were late.
+    Only ever used to start a speculative simulation, whose result is checked before use."""
+    cti = max(state.cti, summary.max_cti_row)
+    max_start = max(state.max_start, summary.max_start)
+    if settings.generates and max_start != NONE:
+        cti = max(cti, _shift(max_start, -settings.delay))
+    baseline = state.baseline if settings.every is None else max(state.baseline, summary.max_start)
+    return ScanState(cti, state.count + summary.eligible, max_start, baseline)
+
+
+# --- the rule itself, row by row ----------------------------------------------------------------
+
+
+@attrs.define
+class Simulation:
+    state: ScanState
+    decisions: list[tuple[int, int, int]]  # (seq, action, new time; for DROP the CTI it violated)
+    cti_changes: list[tuple[int, int]]  # (row index, CTI after that row)
+    dropped: int
+    adjusted: int
+
+
+@attrs.define
+class _Scanner:
+    """The CTI rule of DESIGN §5 over rows in arrival order, exactly as the reference ingress
+    (``streamql.reference.inputs``) applies it: ``step`` takes one row; ``skip`` takes a run of
+    rows that ``next_stop`` proved change nothing but the count and the greatest start."""
+
+    kinds: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    seqs: np.ndarray
+    settings: ScanSettings
+    cti: int
+    count: int
+    max_start: int
+    baseline: int
+    decisions: list[tuple[int, int, int]] = attrs.Factory(list)
+    changes: list[tuple[int, int]] = attrs.Factory(list)
+    dropped: int = 0
+    adjusted: int = 0
+
+    def step(self, i: int) -> None:
+        kind = int(self.kinds[i])
+        if kind == CTI:
+            if int(self.starts[i]) > self.cti:
+                self.cti = int(self.starts[i])
+                self.changes.append((i, self.cti))
+            return
+        cti = self.cti
+        if kind == END_EDGE:
+            if int(self.ends[i]) < cti:
+                if self.settings.adjust:
+                    self.decisions.append((int(self.seqs[i]), ADJUST_END, cti))
+                    self.adjusted += 1
+                else:
+                    self.decisions.append((int(self.seqs[i]), DROP, cti))
+                    self.dropped += 1
+            return
+        start = int(self.starts[i])
+        end = INFINITY_MICROS if kind == START_EDGE else int(self.ends[i])
+        if start < cti:
+            if self.settings.adjust and end > cti:
+                start = cti
+                self.decisions.append((int(self.seqs[i]), ADJUST_START, cti))
+                self.adjusted += 1
+            else:
+                self.decisions.append((int(self.seqs[i]), DROP, cti))
+                self.dropped += 1
+                return
+        self.max_start = max(self.max_start, start)
+        settings = self.settings
+        if not settings.generates:
+            return
+        self.count += 1
+        if settings.every_events is not None:
+            trigger = self.count % settings.every_events == 0
+        elif self.baseline == NONE:
+            self.baseline, trigger = start, False
+        else:
+            assert settings.every is not None
+            trigger = start >= _shift(self.baseline, settings.every)
+            if trigger:
+                self.baseline = start
+        if trigger:
+            generated = max(cti, _shift(self.max_start, -settings.delay))
+            if generated > cti:
+                self.cti = generated
+                self.changes.append((i, generated))
+
+    def next_stop(self, lo: int, hi: int) -> int:
+        """The first row in ``[lo, hi)`` that ``step`` must take (``hi`` if none): a late event or
+        end edge, a CTI row that moves the CTI, the event that generates a CTI or sets the first
+        ``every=`` baseline."""
+        kinds, starts = self.kinds[lo:hi], self.starts[lo:hi]
+        eligible = (kinds == INSERT) | (kinds == START_EDGE)
+        late = eligible & (starts < self.cti)
+        late |= (kinds == END_EDGE) & (self.ends[lo:hi] < self.cti)
+        late |= (kinds == CTI) & (starts > self.cti)
+        accepted = eligible & ~late
+        settings = self.settings
+        if settings.every_events is not None:
+            need = settings.every_events - self.count % settings.every_events
+            late |= accepted & (np.cumsum(accepted) == need)
+        elif settings.every is not None:
+            if self.baseline == NONE:
+                late |= accepted
+            else:
+                late |= accepted & (starts >= _shift(self.baseline, settings.every))
+        found = np.flatnonzero(late)
+        return lo + int(found[0]) if len(found) else hi
+
+    def skip(self, lo: int, hi: int) -> None:
+        if hi <= lo:
+            return
+        kinds = self.kinds[lo:hi]
+        eligible = (kinds == INSERT) | (kinds == START_EDGE)
+        if eligible.any():
+            self.max_start = max(self.max_start, int(self.starts[lo:hi][eligible].max()))
+            if self.settings.generates:
+                self.count += int(eligible.sum())
+
+
+def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
+             state: ScanState, settings: ScanSettings) -> Simulation:
+    """Runs rows in arrival order through the CTI rule and returns the decisions that differ from
+    "accept unchanged". Runs of rows that cannot change anything are taken in bulk (numpy);
+    where interesting rows are dense, rows are taken one by one."""
+    scanner = _Scanner(kinds, starts, ends, seqs, settings, state.cti, state.count, state.max_start, state.baseline)
+    n, i, window = len(kinds), 0, 4096
+    while i < n:
+        hi = min(n, i + window)
+        stop = scanner.next_stop(i, hi)
+        scanner.skip(i, stop)
+        if stop == hi:
+            i, window = hi, min(window * 2, 1 << 20)
+            continue
+        if stop - i < 64:  # interesting rows are close together: one by one is cheaper
+            for j in range(stop, min(n, stop + 512)):
+                scanner.step(j)
+            i, window = min(n, stop + 512), 4096
+            continue
+        scanner.step(stop)
+        i, window = stop + 1, max(4096, 2 * (stop - i))
+    return Simulation(ScanState(scanner.cti, scanner.count, scanner.max_start, scanner.baseline),
+                      scanner.decisions, scanner.changes, scanner.dropped, scanner.adjusted)

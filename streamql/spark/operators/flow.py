@@ -1,0 +1,282 @@
+"""Compilation of operator nodes to DataFrame plans, one function per node class.
+
+Every stream is a ``Flow``: a DataFrame with ``_sq_start``, ``_sq_end`` (microseconds),
+``_sq_closed`` (the whole event is stable), ``_sq_head`` (start and payload are stable),
+``_sq_floor`` (an end that is not stable will be at or after it, or at or after the stream's CTI
+when that is later; null: the CTI alone bounds it — ``reference.operators.end_floor``), the
+group-key columns of enclosing ``group_apply``s, and the payload fields as top-level columns;
+together with the stream's final CTI and its greatest finite CTI.
+
+An input's open events carry their input's CTI as floor; ``where``, ``select``, ``union`` and
+``group_apply`` keep each event's floor, ``shift``/``alter_lifetime`` move it with the end, and
+joins compute theirs (``spark.joins``). Every other operator builds new events with no floor —
+an operator that leaves the column out gets a null one, as the reference's ``Ev`` does.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import singledispatch
+from typing import Callable, Iterator, Mapping, TypeVar
+
+import attrs
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from streamql.expr.nodes import Expr, Literal
+from streamql.query import esper, nodes
+from streamql.spark.base.columns import FLOOR
+from streamql.spark.base.expressions import compile_expr, construct_columns
+from streamql.spark.base.columns import CLOSED, END, HEAD, START
+from streamql.time import INFINITY_MICROS, MAX_MICROS, MAX_SPAN_MICROS, MIN_MICROS, duration_micros
+
+LIFETIME = (START, END, CLOSED, HEAD, FLOOR)
+#: the key of the group's stream inside a ``group_apply`` sub-query in a compilation environment
+GROUP = ""
+
+
+def no_floor() -> Column:
+    """The floor of an event whose unstable end only the stream's CTI bounds."""
+    return F.lit(None).cast("long").alias(FLOOR)
+
+
+def _with_floor(frame: DataFrame) -> DataFrame:
+    """``frame`` with a null floor if it has none (the new events of an operator that sets none)."""
+    return frame if FLOOR in frame.columns else frame.withColumn(FLOOR, F.lit(None).cast("long"))
+
+
+#: a row's own group's CTI (``GroupCtis.joined``)
+GROUP_CTI = "_sq_group_cti"
+
+
+@attrs.frozen
+class GroupCtis:
+    """The CTI of every group of a stream inside ``group_apply`` (per value of ``keys``, the
+    enclosing ``group_apply``s' key columns) where a window made it depend on the group's data
+    (count and session windows): ``frame`` holds ``keys`` and ``GROUP_CTI`` for the groups whose
+    CTI is less than ``default``, every other group's is ``default`` (the reference runs the
+    sub-query once per group, each with its own CTIs). The stream's ``Flow.cti`` is the least."""
+
+    frame: DataFrame = attrs.field(eq=False)
+    default: int
+    keys: tuple[str, ...]
+
+    def joined(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (which carry ``keys``) with their group's CTI as ``GROUP_CTI``."""
+        renamed = self.frame.select(*[F.col(k).alias(f"_sq_g_{k}") for k in self.keys], GROUP_CTI)
+        same = F.lit(True)
+        for k in self.keys:
+            same = same & F.col(k).eqNullSafe(F.col(f"_sq_g_{k}"))
+        out = rows.join(renamed, same, "left").drop(*[f"_sq_g_{k}" for k in self.keys])
+        return out.withColumn(GROUP_CTI, F.coalesce(F.col(GROUP_CTI), F.lit(self.default)).cast("long"))
+
+
+#: one-input operators whose output CTI is their input's (DESIGN §5): a group's CTI passes through
+_SAME_CTI = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.ToPoint, esper.KeepLast, esper.LengthBatch)
+
+
+@attrs.frozen
+class Flow:
+    """A stream at some operator's output: its plan, final CTI, greatest finite CTI and the
+    group-key columns it carries (innermost last)."""
+
+    frame: DataFrame = attrs.field(eq=False, converter=_with_floor)
+    cti: int | None
+    finite_cti: int | None
+    keys: tuple[str, ...] = ()
+    #: the arrival at which the CTI reached INFINITY (``query.joins.FLUSHED`` by the flush; None
+    #: while it is finite): what a multi-stream operator needs of its inputs' CTI histories
+    reached: int | None = None
+    #: inside ``group_apply``, after a count or session window: each group's own CTI (None: every
+    #: group's is ``cti``)
+    group_ctis: GroupCtis | None = None
+
+    def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
+        """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
+        # a group's own CTI passes only where the rule is the identity (elsewhere the least, which
+        # releases less, never more)
+        same = isinstance(node, _SAME_CTI)
+        return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
+                    self.reached, self.group_ctis if same else None)
+
+    def cti_column(self) -> Column | None:
+        """The CTI of each row's group, on a frame ``with_group_ctis`` made: None where every group's
+        is ``cti``."""
+        return None if self.group_ctis is None else F.col(GROUP_CTI)
+
+    def with_group_ctis(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (carrying the flow's keys) with ``GROUP_CTI`` if the groups' CTIs differ."""
+        return rows if self.group_ctis is None else self.group_ctis.joined(rows)
+
+
+def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reached: int | None = None) -> Flow:
+    """An input's events (lifetime, flags and payload; no floor yet) as a stream whose CTI is
+    ``cti``: an open event ends at or after that CTI, and keeps that floor downstream (after a
+    union whose CTI is less, say: ``reference.operators.input_flow``). ``finite_cti``: its greatest
+    finite CTI; ``reached``: the arrival at which its CTI reached INFINITY."""
+    floor = F.lit(None).cast("long") if cti is None else F.when(~F.col(CLOSED), F.lit(cti))
+    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti, reached=reached)
+
+
+def end_floor(cti: int | None, closed: Column | None = None, end: Column | None = None,
+              floor: Column | None = None) -> Column:
+    """The least end an event (with a stable head) can still get in a stream whose CTI is ``cti``
+    (``reference.operators.end_floor``): its end if that is stable, else the greater of its floor
+    and the CTI, null if neither is known. The event's columns default to the frame's own.
+
+    >>> frame.filter(end_floor(flow.cti) > F.lit(5))  # doctest: +SKIP
+    """
+    closed = F.col(CLOSED) if closed is None else closed
+    end = F.col(END) if end is None else end
+    floor = F.col(FLOOR) if floor is None else floor
+    # greatest skips nulls: a null floor gives the CTI
+    bound = floor if cti is None else F.greatest(floor, F.lit(cti))
+    return F.when(closed, end).otherwise(bound)
+
+
+def shifted(t: Column, d: Column | int) -> Column:
+    """Saturating ``t + d`` (``streamql.time.shift`` as a Column): INFINITY stays, overflow saturates.
+
+    ``d`` is clamped to the span of representable times first, so ``t + d`` fits in a long."""
+    delta = F.lit(d) if isinstance(d, int) else F.greatest(F.least(d, F.lit(MAX_SPAN_MICROS)),
+                                                           F.lit(-MAX_SPAN_MICROS))
+    moved = t + delta
+    return (F.when(t == F.lit(INFINITY_MICROS), F.lit(INFINITY_MICROS))
+            .when(moved > F.lit(MAX_MICROS), F.lit(INFINITY_MICROS))
+            .otherwise(F.greatest(moved, F.lit(MIN_MICROS))))
+
+
+
+def _fields(node: nodes.Node) -> list[str]:
+    return [f.name for f in node.schema.fields]
+
+
+def _not_on_spark(node: nodes.Node, env: Mapping[str, Flow]) -> Flow:
+    raise NotImplementedError(f"{type(node).__name__} does not run on Spark yet")
+
+
+_Compile = TypeVar("_Compile", bound=Callable[..., Flow])
+#: what ``compiled_once`` has compiled: (node, id of its environment) -> (the environment, the flow)
+_COMPILED: ContextVar[dict[tuple[nodes.Node, int], tuple[Mapping[str, Flow], Flow]] | None] = \
+    ContextVar("streamql_compiled", default=None)
+
+
+class _Compiler:
+    """``compile_node``: one function per node class (``@compile_node.register``), called as
+    ``compile_node(node, env)``."""
+
+    def __init__(self) -> None:
+        self._by_class = singledispatch(_not_on_spark)
+
+    def register(self, func: _Compile) -> _Compile:
+        self._by_class.register(func)
+        return func
+
+    def __call__(self, node: nodes.Node, env: Mapping[str, Flow]) -> Flow:
+        """The plan of ``node`` given the flows of the inputs (by name; ``GROUP`` inside a group)."""
+        compiled = _COMPILED.get()
+        if compiled is None:
+            return self._by_class(node, env)
+        key = (node, id(env))
+        if key not in compiled:
+            # the environment is kept with the flow, so that its id cannot be another's later
+            compiled[key] = (env, self._by_class(node, env))
+        return compiled[key][1]
+
+
+compile_node = _Compiler()
+
+
+@contextmanager
+def compiled_once() -> Iterator[None]:
+    """Within it, ``compile_node`` compiles each node (with its environment) once: queries compiled
+    together (``Binder.run_many``) get the very same DataFrame for the sub-queries they share, and
+    their plan-time jobs run once.
+
+    >>> with compiled_once():                                  # doctest: +SKIP
+    ...     flows = [compile_node(q.node, env) for q in queries]
+    """
+    token = _COMPILED.set({})
+    try:
+        yield
+    finally:
+        _COMPILED.reset(token)
+
+
+def compiled_as(node: nodes.Node, env: Mapping[str, Flow], flow: Flow) -> None:
+    """Inside ``compiled_once``: ``node`` compiles to ``flow`` in ``env`` (a plan made for several
+    queries at once: ``spark.sharing``)."""
+    compiled = _COMPILED.get()
+    assert compiled is not None, "compiled_as is for use inside compiled_once()"
+    compiled[(node, id(env))] = (env, flow)
+
+
+@compile_node.register
+def _input(node: nodes.Input, env: Mapping[str, Flow]) -> Flow:
+    return env[node.name]
+
+
+def by_name(index: int, name: str) -> Column:
+    """One-input operators keep the payload fields as top-level columns."""
+    return F.col(name)
+
+
+def _column(expr: Expr) -> Column:
+    return compile_expr(expr, by_name)
+
+
+@compile_node.register
+def _where(node: nodes.Where, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    return source.derived(node, source.frame.filter(F.coalesce(_column(node.predicate), F.lit(False))))
+
+
+@compile_node.register
+def _select(node: nodes.Select, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    columns = construct_columns(node.projection, by_name)
+    return source.derived(node, source.frame.select(*LIFETIME, *source.keys,
+                                                    *[c.alias(name) for name, c in columns]))
+
+
+def duration_column(expr: Expr) -> Column:
+    """A TIMEDELTA expression as microseconds (a constant stays a literal)."""
+    if isinstance(expr, Literal):
+        return F.lit(duration_micros(expr.value))
+    interval = _column(expr)
+    # a day-time interval added to the epoch gives its length in microseconds, exactly
+    return F.unix_micros(F.timestamp_micros(F.lit(0)) + interval)
+
+
+@compile_node.register
+def _alter_duration(node: nodes.AlterDuration, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    end = shifted(F.col(START), duration_column(node.duration))
+    # the end follows the start: the event is stable once its start and payload are
+    df = source.frame.withColumn(END, end).withColumn(CLOSED, F.col(HEAD)).withColumn(FLOOR, F.lit(None).cast("long"))
+    return source.derived(node, df.filter(F.col(END).isNotNull() & (F.col(END) > F.col(START))))
+
+
+@compile_node.register
+def _alter_lifetime(node: nodes.AlterLifetime, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    moved = duration_micros(node.start_shift)
+    start = shifted(F.col(START), moved)
+    if node.duration is None:
+        # the floor moves with the end (shifted saturates: it would turn a null floor into a time)
+        end, closed = shifted(F.col(END), moved), F.col(CLOSED)
+        floor = F.when(F.col(FLOOR).isNotNull(), shifted(F.col(FLOOR), moved)).alias(FLOOR)
+    else:
+        end, closed, floor = shifted(start, duration_micros(node.duration)), F.col(HEAD), no_floor()
+    df = source.frame.select(start.alias(START), end.alias(END), closed.alias(CLOSED), HEAD, floor, *source.keys,
+                             *_fields(node))
+    return source.derived(node, df.filter((F.col(END) > F.col(START)) & (F.col(START) < F.lit(INFINITY_MICROS))))
+
+
+@compile_node.register
+def _to_point(node: nodes.ToPoint, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    df = source.frame.filter(F.col(START) < F.lit(INFINITY_MICROS))
+    return source.derived(node, df.select(F.col(START), shifted(F.col(START), 1).alias(END),
+                                          F.col(HEAD).alias(CLOSED), HEAD, no_floor(), *source.keys,
+                                          *_fields(node)))

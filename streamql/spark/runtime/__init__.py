@@ -1,0 +1,3 @@
+"""The Spark side of running: the embedded session (``session``), the check that Spark's Python
+workers can import streamql (``workers``), counting a step's Spark jobs (``jobs``) and where a
+run's time goes (``phases``)."""

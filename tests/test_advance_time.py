@@ -1,4 +1,4 @@
-"""Advance-time settings (API.md "Advance time"): valid values, and every invalid
+"""Advance-time settings (docs/ctis-and-release.md#where-ctis-come-from): valid values, and every invalid
 combination rejected with ``ValueError`` at construction."""
 from __future__ import annotations
 

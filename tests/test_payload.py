@@ -1,4 +1,4 @@
-"""Payload schemas (DESIGN §3): supported field types, nesting, nullability, and the
+"""Payload schemas (docs/payloads.md): supported field types, nesting, nullability, and the
 ``SchemaError`` messages that name the class and the field path."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The time layer: microsecond conversions, INFINITY and saturating arithmetic (DESIGN §2)."""
+"""The time layer: microsecond conversions, INFINITY and saturating arithmetic (docs/time-model.md)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone

@@ -70,7 +70,7 @@ class Traced:
 
     def __hash__(self) -> NoReturn:
         # `x in {1, 2}` hashes x before comparing: without this it fails with a bare
-        # "unhashable type" instead of pointing to sq.is_in (DESIGN §4)
+        # "unhashable type" instead of pointing to sq.is_in (docs/expressions.md)
         raise ExpressionError(
             f"{self.node.show()} cannot be hashed (as in `x in {{...}}` or a dict key): use sq.is_in(x, values)"
         )

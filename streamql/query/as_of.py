@@ -1,4 +1,4 @@
-"""As-of joins and signals (API.md, "As-of joins and signals"): the nodes of ``as_of_join`` and
+"""As-of joins and signals (docs/as-of-joins.md): the nodes of ``as_of_join`` and
 ``to_signal``.
 
 An as-of join looks *back*: each left event meets the latest matching right event that started

@@ -1,4 +1,5 @@
-"""Esper-style lifetimes: length windows, time batches and length batches (API.md; Esper's "Processing Model").
+"""Esper-style lifetimes: length windows, time batches and length batches (docs/esper-windows.md;
+Esper's "Processing Model").
 
 Each node replaces its input events' lifetimes; with EDGE output their START edges are Esper's
 insert stream and their END edges its remove stream. Wherever an order among events with equal

@@ -1,5 +1,6 @@
 """``Stream.explain()``: a query tree as text — each operator with its arguments, the payload type it
-outputs and the CTI propagation rule that applies to it (DESIGN §5).
+outputs and the CTI propagation rule that applies to it
+(docs/ctis-and-release.md#cti-propagation-through-operators).
 
 >>> print(usage.explain())  # doctest: +SKIP
 alter_duration(0:03:00) -> Usage
@@ -179,7 +180,8 @@ def _length_batch(node: esper.LengthBatch) -> str:
 
 
 def cti_rule(node: nodes.Node) -> str:
-    """The CTI propagation rule of DESIGN §5 that applies to ``node``, in words."""
+    """The CTI propagation rule that applies to ``node``, in words
+    (docs/ctis-and-release.md#cti-propagation-through-operators)."""
     if isinstance(node, nodes.Input):
         return "its CTI rows, generation or import"
     if isinstance(node, windows.GroupSource):

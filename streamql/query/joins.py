@@ -1,4 +1,4 @@
-"""Multi-stream nodes: temporal join, anti-semi join, clip and union (DESIGN §4–§5, API.md).
+"""Multi-stream nodes: temporal join, anti-semi join, clip and union (docs/joins.md, docs/union.md).
 
 Every multi-stream operator's output CTI is the minimum of its inputs' CTIs (none while any input
 has none). Predicates and projections are expressions of two payloads: ``Param`` 0 is the left
@@ -29,7 +29,8 @@ FLUSHED = INFINITY_MICROS
 def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | None, ...],
                         reached: tuple[int | None, ...]) -> tuple[int | None, int | None]:
     """A multi-stream operator's greatest finite CTI (the horizon of windows over events that never
-    end, DESIGN §5) and the arrival at which its CTI reaches INFINITY, from its inputs' final CTIs
+    end, docs/windows.md#events-that-never-end) and the arrival at which its CTI reaches INFINITY,
+    from its inputs' final CTIs
     (``ctis``), greatest finite CTIs and arrivals at which they reached INFINITY (``reached``: an
     arrival position, ``FLUSHED``, or None while finite) — for a compiler that keeps no CTI history.
 

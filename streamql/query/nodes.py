@@ -1,5 +1,6 @@
 """The operator tree. Each node declares its inputs, derives its payload schema and states
-its CTI propagation rule (DESIGN §5); it never knows how it runs.
+its CTI propagation rule (docs/ctis-and-release.md#cti-propagation-through-operators);
+it never knows how it runs.
 
 Nodes are frozen attrs classes: structurally equal queries are ``==`` and hash equal.
 """

@@ -1,5 +1,5 @@
 """Window and grouping nodes: which events a window holds, what it outputs, and its CTI rule
-(DESIGN §4–§5, API.md "Windowed and grouped streams").
+(docs/windows.md, docs/grouping.md).
 
 Times are microseconds. Hopping and tumbling windows are ``[k*hop, k*hop + size)`` for every
 integer ``k`` (aligned to the Unix epoch); a tumbling window is a hopping window with

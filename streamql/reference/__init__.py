@@ -1,7 +1,7 @@
 """The reference evaluator: the executable specification of streamql's semantics.
 
 ``run(query, inputs)`` evaluates a query over plain Python events with the CTI semantics of
-DESIGN §5. It is small and unoptimised on purpose; every Spark operator is tested against it,
+docs/ctis-and-release.md. It is small and unoptimised on purpose; every Spark operator is tested against it,
 and it lets users unit-test small queries without a JVM.
 
 >>> result = sq.reference.run(q, {"readings": sq.reference.ReferenceInput([...], settings)})  # doctest: +SKIP
@@ -76,7 +76,8 @@ def declared_inputs(q: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]]
 
 
 def release(events: list[Ev], cti: int | None, output: Shape) -> tuple[list[Event[Any]], list[Edge[Any]]]:
-    """The release rule of DESIGN §5 applied with the final output CTI."""
+    """The release rule (docs/ctis-and-release.md#stability-and-the-release-rule) applied with the
+    final output CTI."""
     if cti is None:
         return [], []
     if output is Shape.INTERVAL:

@@ -1,4 +1,4 @@
-"""The reference semantics of ``as_of_join`` and ``to_signal`` (API.md, "As-of joins and signals";
+"""The reference semantics of ``as_of_join`` and ``to_signal`` (docs/as-of-joins.md;
 docs/decisions.md).
 
 Stability rests on the two facts every stream keeps at its CTI ``c`` (``reference.operators``):
@@ -13,7 +13,7 @@ event still to come.
   one of those holds; the whole event when, besides, the left event's end is stable.
 - ``to_signal``: an event's end is the next start ``t`` of its key; it is final when ``t`` passes
   the CTI, or reaches it and an event of the key with a stable start and payload starts at
-  ``t`` (DESIGN §5: "passes, or reaches when the boundary is stable"). An end ``INFINITY`` is
+  ``t`` (docs/ctis-and-release.md#stability-and-the-release-rule). An end ``INFINITY`` is
   final only once the CTI is ``INFINITY``.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The reference semantics of the Esper-style lifetimes ``keep_last``, ``time_batch`` and
-``length_batch`` (API.md, DESIGN §5).
+``length_batch`` (docs/esper-windows.md).
 
 ``keep_last`` and ``length_batch`` order events by start, then payload fields in order (nulls
 first, NaN above every other float, as Spark sorts), then end. Events starting before the CTI

@@ -1,7 +1,7 @@
 """Ingress of the reference evaluator: one input's items in arrival order, through the CTI
-machinery of DESIGN §5 — CTI rows, generation, import, DROP/ADJUST — to accepted events.
+machinery of docs/ctis-and-release.md — CTI rows, generation, import, DROP/ADJUST — to accepted events.
 
-Written to be read against the design, one item at a time.
+Written to be read against that page, one item at a time.
 """
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ class IngressState:
 
     def commit_ctis(self, finite_only: bool) -> None:
         """A sub-step of a position: this position's CTIs take effect — its finite ones first
-        (``finite_only``), then all of them (DESIGN §5: the CTI becomes their maximum)."""
+        (``finite_only``), then all of them (docs/ctis-and-release.md#3-import: the CTI becomes their maximum)."""
         for cti in self.pending_ctis:
             if not (finite_only and cti == INFINITY_MICROS):
                 self.take_cti(cti)
@@ -252,7 +252,7 @@ class IngressState:
 
 
 def _check_nulls(schema: PayloadSchema, payload: Any, prefix: str) -> None:
-    """A null in a field that is not Optional is bad input (DESIGN §3), as a null in such a column
+    """A null in a field that is not Optional is bad input (docs/payloads.md), as a null in such a column
     is on Spark; nested payloads are checked where they are not null."""
     for field in schema.fields:
         value = getattr(payload, field.name)

@@ -1,6 +1,7 @@
-"""The reference semantics of join, anti_join, clip and union (DESIGN §4–§5, API.md).
+"""The reference semantics of join, anti_join, clip and union (docs/joins.md, docs/union.md).
 
-Stability (DESIGN §5) comes from two facts about any stream at CTI ``c`` that the operators keep:
+Stability (docs/ctis-and-release.md#stability-and-the-release-rule) comes from two facts about
+any stream at CTI ``c`` that the operators keep:
 an event whose start or payload may still change starts at or after ``c``; an event whose end may
 still change will end at or after ``c`` (or its own ``end_floor``, operators.end_floor). So a
 partner whose end is not stable is still alive before that bound, and a boundary at ``t < c`` of

@@ -1,7 +1,8 @@
 """The reference semantics of each operator over whole streams of lifetimes.
 
 An operator's output is a ``Flow``: its events and its CTI after every step of the run (the last
-is the final CTI). An ``Ev`` carries its lifetime, payload and what of it is stable (DESIGN §5):
+is the final CTI). An ``Ev`` carries its lifetime, payload and what of it is stable
+(docs/ctis-and-release.md#stability-and-the-release-rule):
 ``head_stable`` — start and payload; ``end_stable`` — the whole event. An event starting before
 its stream's CTI has a stable head, and an end that is not stable will be at or after the
 stream's CTI — or at or after the event's own ``end_floor``, when that is later (the event of a
@@ -63,7 +64,8 @@ class Flow:
 
     @property
     def finite_cti(self) -> int | None:
-        """The greatest finite CTI the stream has had (DESIGN §5's horizon: "as they arrive")."""
+        """The greatest finite CTI the stream has had (the horizon, "as they arrive":
+        docs/windows.md#events-that-never-end)."""
         return max((c for c in self.ctis if c is not None and c != INFINITY_MICROS), default=None)
 
     def derived(self, node: nodes.Node, events: list[Ev]) -> Flow:
@@ -78,7 +80,8 @@ def input_flow(state: IngressState) -> Flow:
         # once the final CTI is INFINITY, no end edge can come: an open event never ends, stably
         closed = e.closed or cti == INFINITY_MICROS
         # a start edge that ADJUST moved to the CTI c is emptied by an end edge at c: nothing of
-        # it is stable until its end edge comes or the CTI passes c (DESIGN §5)
+        # it is stable until its end edge comes or the CTI passes c
+        # (docs/ctis-and-release.md#stability-and-the-release-rule)
         head = closed or not e.adjusted or (cti is not None and cti > e.start)
         events.append(Ev(e.start, e.end, e.payload, closed, head, None if closed else cti))
     return Flow(events, tuple(state.history))

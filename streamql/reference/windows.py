@@ -1,4 +1,4 @@
-"""The reference semantics of windows, grouped windows and ``group_apply`` (DESIGN §4–§5, API.md).
+"""The reference semantics of windows, grouped windows and ``group_apply`` (docs/windows.md, docs/grouping.md).
 
 Each window kind is a function from one group's events to its windows: the window's lifetime,
 its member events (lifetimes clipped to the window) and whether the window is stable. The
@@ -43,7 +43,8 @@ def snapshot(events: list[Ev], cti: int | None) -> list[Formed]:
         alive = [e for e in events if e.start <= a < e.end]
         if not alive:
             continue
-        # a boundary at the CTI counts only if what makes it is stable (DESIGN §5)
+        # a boundary at the CTI counts only if what makes it is stable
+        # (docs/ctis-and-release.md#stability-and-the-release-rule)
         stable_boundary = (any(e.end == b and e.end_stable for e in alive)
                            or any(e.start == b and e.head_stable for e in events))
         stable = cti is not None and (cti == INFINITY_MICROS or b < cti or (b == cti and stable_boundary))
@@ -55,7 +56,7 @@ def hopping(spec: windows.HoppingWindow, events: list[Ev], cti: int | None, hori
     """Every window ``[k*hop, k*hop + size)`` that some event overlaps. An event with end INFINITY
     reaches every window after its start: while the CTI is finite, the ones that start before the
     CTI are produced (the later ones cannot be stable yet); once it is INFINITY, the event never
-    ends and reaches the windows starting at or before ``horizon`` (DESIGN §5)."""
+    ends and reaches the windows starting at or before ``horizon`` (docs/windows.md#events-that-never-end)."""
     members: dict[int, list[Ev]] = {}
     for e in events:
         first = spec.first_window_ending_after(e.start)
@@ -84,7 +85,8 @@ def counted(spec: windows.CountWindow, events: list[Ev], ctis: tuple[int | None,
     """Windows over ``n`` consecutive distinct start times, and the group's output CTI at every step.
 
     The output CTI of an earlier step is computed from the final events: what starts before a
-    step's CTI was there, as it is now, at that step (DESIGN §5's propagation), and only those
+    step's CTI was there, as it is now, at that step
+    (docs/ctis-and-release.md#cti-propagation-through-operators), and only those
     starts decide it."""
     cti = ctis[-1] if ctis else None
     starts = sorted({e.start for e in events})
@@ -258,7 +260,8 @@ def _group_source(node: windows.GroupSource, env: Mapping[str, Flow]) -> Flow:
 def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
     source = events_of(node.source, env)
     key_leaf = GroupKey(node.key.type)
-    # every group sees the same CTIs, including groups with no events yet (DESIGN §5)
+    # every group sees the same CTIs, including groups with no events yet
+    # (docs/grouping.md#ctis-every-group-sees-the-same-ctis)
     empty = events_of(node.apply, {**env, GROUP: Flow([], source.ctis)})
     ctis = empty.ctis
     events: list[Ev] = []

@@ -1,5 +1,5 @@
-"""streamql on a Spark cluster (DESIGN §6: "a standalone/YARN/Kubernetes cluster needs no code
-change"): ``cluster_job.py`` starts ``local-cluster[2,1,1024]`` — a standalone master with two
+"""streamql on a Spark cluster (docs/cluster.md: the same script runs on a standalone cluster, YARN
+or Kubernetes): ``cluster_job.py`` starts ``local-cluster[2,1,1024]`` — a standalone master with two
 workers whose executors are separate JVMs with their own Python workers — runs a query with CTI
 generation, DROP, late events and an arrival column over a DataFrame of several partitions, and
 compares ``Binder.run`` with ``sq.reference.run``.

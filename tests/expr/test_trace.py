@@ -1,4 +1,4 @@
-"""Lambda tracing (DESIGN §4): the nodes a traced lambda builds, and the clear build-time
+"""Lambda tracing (docs/expressions.md#traced-lambdas): the nodes a traced lambda builds, and the clear build-time
 errors for what Python cannot overload and for ill-typed expressions."""
 from __future__ import annotations
 

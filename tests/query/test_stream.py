@@ -1,4 +1,4 @@
-"""The fluent API builds immutable query values (DESIGN §1, §4): structural equality and
+"""The fluent API builds immutable query values (docs/architecture.md#the-layers): structural equality and
 hashing, no mutation of the receiver, ``shift`` as ``alter_lifetime``, argument checks."""
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """``as_of_join`` and ``to_signal`` in the reference evaluator: the hand-worked cases of
 ``support/as_of_cases.py`` (every output shape worked out there, the final CTI), a few more
 examples, and a property test that what they
-release is never withdrawn (DESIGN §5) and that they release what they must (``support.must_release``)
+release is never withdrawn (docs/ctis-and-release.md#stability-and-the-release-rule) and that they
+release what they must (``support.must_release``)
 over inputs crowded with ties, late events and CTIs. Their meaning on random inputs, against
 definitions by brute force: tests/reference/test_brute_force.py. (Building
 the queries, their errors and ``explain``: tests/query/test_as_of.py.)"""

@@ -1,6 +1,6 @@
 """The meaning of as-of joins, signals, session windows and count windows, by brute force.
 
-Each definition below is the simplest code that can be read against API.md, DESIGN §5,
+Each definition below is the simplest code that can be read against docs/ctis-and-release.md,
 docs/as-of-joins.md, docs/session-windows.md, docs/count-windows.md and docs/decisions.md — all
 pairs, all candidates, connected components — and shares nothing with ``streamql.reference``:
 the accepted events come from a few lines of ingress (CTI rows only, no advance-time settings,
@@ -40,7 +40,7 @@ Lifetime = tuple[int, int, Any]  # (start, end, payload)
 
 def accepted(items: Sequence[Any]) -> list[Lifetime]:
     """The events an input with CTI rows and no settings accepts: DROP removes an event that starts
-    before the greatest CTI row that arrived before it (DESIGN §5)."""
+    before the greatest CTI row that arrived before it (docs/ctis-and-release.md#late-events-drop-and-adjust)."""
     cti: int | None = None
     events = []
     for item in items:
@@ -180,7 +180,7 @@ SIGNAL_KEYS: list[tuple[Callable[[P], Any], Callable[[P], Hashable]]] = [
 
 def to_signal(events: list[Lifetime], key: Callable[[P], Hashable]) -> list[Lifetime]:
     """Each event from its start to the next later start of an event with its key (INFINITY if
-    none), its own end playing no part (API.md)."""
+    none), its own end playing no part (docs/as-of-joins.md#signals)."""
     return [(s, min((s2 for s2, _, p2 in events if key(p2) == key(p) and s2 > s), default=INFINITY_MICROS), p)
             for s, _, p in events]
 

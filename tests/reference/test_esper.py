@@ -1,7 +1,7 @@
 """Hand-worked examples of the Esper-style operators — ``keep_last`` (``#length``), ``time_batch``
 and ``length_batch`` — run through ``sq.reference.run``.
 
-Every expected output is worked out by hand from API.md ("Esper-style lifetimes") and DESIGN §5,
+Every expected output is worked out by hand from docs/esper-windows.md and docs/ctis-and-release.md,
 and written out in full. Seed 003 (Esper: Processing Model) shows Withdrawal events W1 to W6
 arriving over time; its diagrams did not survive, so the amounts here are chosen for the
 examples (W1 500, W2 100, W3 200, W4 50, W5 150, W6 700; W7 80 and W8 300 carry the examples on).

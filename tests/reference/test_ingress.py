@@ -1,6 +1,8 @@
-"""Ingress in the reference evaluator (DESIGN §2, §5): CTI rows, CTI generation, DROP and
+"""Ingress in the reference evaluator (docs/time-model.md, docs/ctis-and-release.md): CTI rows, CTI
+generation, DROP and
 ADJUST, edge inputs, bad rows and CTI import. Every expected value is worked out by hand in
-the comment above it. Times are integer microseconds since the epoch (API.md allows them);
+the comment above it. Times are integer microseconds since the
+epoch (docs/reference-evaluator.md#input-items allows them);
 results show tz-aware datetimes, compared through ``at``."""
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Hand-worked examples of the multi-stream operators — ``union``, ``join``, ``anti_join`` and
 ``clip`` — run through ``sq.reference.run``.
 
-Every expected output is worked out by hand from DESIGN §4–§5 and API.md and written out in full:
+Every expected output is worked out by hand from docs/joins.md, docs/union.md and
+docs/ctis-and-release.md and written out in full:
 
 - seed 004 (SQLstream: rowtime bounds): the ordered merge (UNION ALL) of two streams P and Q,
   stuck without a rowtime bound on the slow input Q, and moving on with one (a CTI row);
@@ -12,7 +13,8 @@ Every expected output is worked out by hand from DESIGN §4–§5 and API.md and
   intersection); an anti-join cutting one event into several pieces; ``clip`` with right events
   at the left event's start and at its end;
 - stability and release at a finite CTI: an interval that ends exactly at the other input's CTI is
-  released when what makes that boundary is stable and held when it is not (DESIGN §5);
+  released when what makes that boundary is stable and held when it is not
+  (docs/ctis-and-release.md#stability-and-the-release-rule);
 - the errors raised when such a query is built.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The records of late events in the reference evaluator (API.md, "Late events you can see";
-docs/late-events.md): the hand-worked cases of ``support/late_cases.py`` (points, intervals and
+"""The records of late events in the reference evaluator (docs/late-events.md): the hand-worked
+cases of ``support/late_cases.py`` (points, intervals and
 edges under DROP and ADJUST, bad rows, an edge event moved at both ends, one emptied by an
 adjustment, CTI import), a few more examples, and property tests over random inputs of every
 shape, with random settings and bad rows:

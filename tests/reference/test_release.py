@@ -1,5 +1,6 @@
-"""The release rule and CTI propagation in the reference evaluator (DESIGN §5, API.md
-"Output shapes"): which events each output shape releases at the final output CTI, how
+"""The release rule and CTI propagation in the reference evaluator
+(docs/ctis-and-release.md#stability-and-the-release-rule): which events each output shape releases
+at the final output CTI, how
 ``shift``/``alter_lifetime`` move the CTI while other operators keep it, the sort order of
 ``Result``, and properties that hold for any input."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The release-rule cases an independent implementation of DESIGN §5 found (tests/support/
+"""The release-rule cases an independent implementation of the rule found (tests/support/
 release_cases.py), on the reference evaluator: every output shape, the counts and the final CTI."""
 from __future__ import annotations
 

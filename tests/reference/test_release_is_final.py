@@ -1,4 +1,5 @@
-"""Released output is final (DESIGN §5): for every arrival prefix of a random input, what the
+"""Released output is final (docs/ctis-and-release.md#stability-and-the-release-rule): for every
+arrival prefix of a random input, what the
 reference evaluator releases over the prefix is contained in what it releases over every longer
 prefix — an event or edge once released is never withdrawn, an INTERVAL lifetime never changes —
 and the output CTI never moves back. Random queries of every operator family, all three output
@@ -274,7 +275,8 @@ def _at(t: int) -> datetime:
 def test_stateless_chains_release_exactly_what_starts_before_the_cti(data: st.DataObject) -> None:
     """A chain of where/select/alter_duration/shift/alter_lifetime/to_point over an input with CTI
     rows (no settings: DROP), at every arrival prefix: the output CTI is the input's greatest CTI
-    row moved by the chain's start shifts (DESIGN §5's propagation), and the run releases exactly
+    row moved by the chain's start
+    shifts (docs/ctis-and-release.md#cti-propagation-through-operators), and the run releases exactly
     the chain's image of the accepted events that starts before it — every accepted input event is
     stable, and so is its image (an INTERVAL lifetime, a point, a START and END edge)."""
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")

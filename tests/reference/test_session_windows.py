@@ -69,7 +69,8 @@ def test_the_output_cti_is_pulled_back_to_the_earliest_open_session() -> None:
 
 def test_pieces_wait_for_their_session() -> None:
     # CTI 12:10: bob's session [12:07, 12:15) is not stable, so neither is its piece [12:07, 12:12)
-    # (the rule is the session's, API.md); ann's pieces of [12:00, 12:09) are released
+    # (the rule is the session's, docs/session-windows.md#cti-and-release); ann's pieces of
+    # [12:00, 12:09) are released
     result = run(PER_USER_PIECES, VIEWS[:7], every_event())
     assert result.events == PER_USER_PIECES_FLUSHED[:3]
     assert result.final_cti == m(12, 7)
@@ -186,7 +187,7 @@ class Piece:
 
 def by_definition(items: list[Any], gap: int, max_duration: Optional[int]) -> list[tuple[int, int, Piece]]:
     """The sessions of the events of ``items`` (all accepted: no CTI before the end) straight from
-    API.md: events whose extended lifetimes overlap are joined, transitively; each set is a session
+    docs/session-windows.md: events whose extended lifetimes overlap are joined, transitively; each set is a session
     over [least start, greatest extended end), cut into pieces of ``max_duration`` from its start."""
     events = [(to_micros(i.start), to_micros(i.end), i.payload) for i in items if isinstance(i, sq.Insert)]
     group = list(range(len(events)))

@@ -1,7 +1,7 @@
 """Hand-worked window, grouping and user-aggregate examples, run through ``sq.reference.run``.
 
-The expected outputs are worked out by hand from DESIGN §4–§5 and API.md ("Windowed and grouped
-streams"), and written out in full:
+The expected outputs are worked out by hand from docs/windows.md, docs/grouping.md and
+docs/ctis-and-release.md, and written out in full:
 
 - seed 002 (StreamInsight: Snapshot Windows): the three events e1, e2, e3 and their snapshot
   windows; the sliding average (point events, ``alter_duration(3 min)``, snapshot ``avg``) whose

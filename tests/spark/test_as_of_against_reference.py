@@ -179,7 +179,8 @@ def test_as_of_joins_and_signals_among_windows_and_groups_equal_reference(spark:
         rset = sq.AdvanceTimeSettings(None if rset is None else rset.generation, sq.AdvanceTimeImport("left"),
                                       sq.AdvanceTimePolicy.DROP if rset is None else rset.policy)
         # with arrival columns both inputs share one clock; without, the right's events are taken
-        # to arrive before every imported CTI (DESIGN §5): the reference sees the left's items after
+        # to arrive before every imported CTI (docs/ctis-and-release.md#the-arrival-clock): the
+        # reference sees the left's items after
         arrival = data.draw(st.booleans(), label="arrival columns")
         if not arrival and "right" in inputs_of(q.node):
             reference_litems = imported_after_importer(P, lshape, litems, lset, ritems)

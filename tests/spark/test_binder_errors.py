@@ -1,7 +1,7 @@
 """``Binder.bind``/``run`` on Spark: every error path (``BindingError`` before any job runs,
 ``BadInputError`` for bad rows found at run time, ``bad_rows="drop"``), and what a run gives
 back — time columns of either kind, ``INFINITY``, ``to_dataframe``, ``write``, ``collect`` and
-payload values of every supported type (DESIGN §2, §3, §6; API.md "Binding and running")."""
+payload values of every supported type (docs/time-model.md, docs/payloads.md, docs/binding.md)."""
 from __future__ import annotations
 
 import re

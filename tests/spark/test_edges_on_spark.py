@@ -1,4 +1,4 @@
-"""EDGE inputs on Spark (DESIGN §2, §5; API.md ``Binder.bind(edge=...)``): start edges open events,
+"""EDGE inputs on Spark (docs/edges.md; ``Binder.bind(edge=...)``): start edges open events,
 end edges close the start edge with their start time and payload, DROP/ADJUST of late start and
 end edges, unmatched end edges as bad input, open events, and EDGE output as insert/remove
 streams. Hand-worked cases from the seeds, the error paths, the distribution of the plan, and a

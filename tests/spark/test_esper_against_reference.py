@@ -1,7 +1,7 @@
 """The Esper-style lifetimes on Spark — ``keep_last``, ``time_batch``, ``length_batch`` — against the
 reference evaluator (the specification): property tests over crowded start times and payloads,
 the seed's Withdrawal examples worked by hand (seed 003, Esper's processing model), and the plans
-of ungrouped operators (DESIGN §6: no single partition)."""
+of ungrouped operators (docs/architecture.md#rules-of-execution-on-spark: no single partition)."""
 from __future__ import annotations
 
 import math
@@ -319,7 +319,7 @@ def test_withdrawal_length_batch(spark: SparkSession) -> None:
     ]
 
 
-# --- distribution (DESIGN §6) -----------------------------------------------------------------------
+# --- distribution (docs/architecture.md#rules-of-execution-on-spark) ------------------------------
 
 FORBIDDEN = ("SinglePartition", "CartesianProduct", "BroadcastNestedLoopJoin")
 SOURCE = sq.input("in", P, shape=sq.Shape.INTERVAL)

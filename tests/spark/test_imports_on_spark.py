@@ -1,4 +1,4 @@
-"""CTI import (``AdvanceTimeImport``, DESIGN §5) on Spark against the reference evaluator.
+"""CTI import (``AdvanceTimeImport``, docs/ctis-and-release.md#3-import) on Spark against the reference evaluator.
 
 The query reads only the importing input ("lookup"); the input it imports from ("data") is
 bound too. Two clocks:

@@ -1,4 +1,5 @@
-"""Distribution of the multi-stream operators (DESIGN §6): a temporal join — with keys, with
+"""Distribution of the multi-stream operators (docs/architecture.md#rules-of-execution-on-spark): a
+temporal join — with keys, with
 ``on=None``, with events that never end — an anti-join and a clip are equi-joins plus filters:
 their plans hold no cartesian product, no nested-loop join and no ``SinglePartition`` exchange;
 an event that never ends or spans the whole timeline becomes a bounded number of bucket rows; and

@@ -253,7 +253,8 @@ def check(spark: SparkSession, data: st.DataObject, around: bool) -> None:
     reads_right = RIGHT in inputs_of(q.node)
     if data.draw(st.integers(0, 7), label="import") == 0:
         # the right input also takes the left's CTIs: with arrival columns both share one clock;
-        # without, the right's events are taken to arrive before every imported CTI (DESIGN §5)
+        # without, the right's events are taken to arrive before every imported CTI
+        # (docs/ctis-and-release.md#the-arrival-clock)
         generation = None if rset is None else rset.generation
         rset = sq.AdvanceTimeSettings(generation, sq.AdvanceTimeImport(LEFT),
                                       sq.AdvanceTimePolicy.DROP if rset is None else rset.policy)

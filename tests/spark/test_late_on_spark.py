@@ -1,4 +1,4 @@
-"""Late events you can see, on Spark (API.md "Late events you can see"; docs/late-events.md):
+"""Late events you can see, on Spark (docs/late-events.md):
 ``Binder.run(q, late=True)`` gives the reference evaluator's ``Result.late`` for random inputs of
 every shape, policy, arrival order and bad rows; the counts equal the records; ``Binder.late``'s
 rows are the same records with the payload as a struct; ``write(late_path=...)`` writes them. The

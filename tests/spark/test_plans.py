@@ -1,4 +1,5 @@
-"""Distribution (DESIGN §6): the physical plan of a bound query never collapses the data into one
+"""Distribution (docs/architecture.md#rules-of-execution-on-spark): the physical plan of a bound
+query never collapses the data into one
 partition (no ``SinglePartition`` exchange) and never pairs rows without an equi-join key (no
 ``CartesianProduct``/``BroadcastNestedLoopJoin``) — for inputs in partition order and inputs
 with an ``arrival`` column, under DROP and ADJUST with late events, so that the join applying

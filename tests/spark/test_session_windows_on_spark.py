@@ -1,7 +1,7 @@
 """Session windows on Spark: the hand-worked page views (``support.session_views``) give the events
 worked out by hand; ungrouped sessions swept over many ranges of the timeline — sessions crossing
 any number of range borders — equal the reference's; and the plans never collapse the data into
-one partition or pair rows without an equi-join key (DESIGN §6)."""
+one partition or pair rows without an equi-join key (docs/architecture.md#rules-of-execution-on-spark)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
-"""Distribution of windows (DESIGN §6): ungrouped hopping, tumbling and count windows, a
+"""Distribution of windows (docs/architecture.md#rules-of-execution-on-spark): ungrouped hopping,
+tumbling and count windows, a
 group_apply and a grouped window whose select reads only its key never collapse the data into one
 partition (no ``SinglePartition`` exchange) and never pair rows without an equi-join key, and their
 results over a multi-partition input are the reference evaluator's."""

@@ -1,4 +1,4 @@
-"""Python workers that just work (API.md "Many queries over one scan; a local session"): before its
+"""Python workers that just work (docs/binding.md#the-session-and-its-python-workers): before its
 first job on a SparkContext the binder checks, once, that Spark's Python workers import streamql,
 pyarrow and pandas, and raises a ``BindingError`` naming both interpreters and the fix when they
 cannot; ``sq.local_session`` builds a session whose workers run the driver's interpreter.

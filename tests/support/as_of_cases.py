@@ -1,4 +1,4 @@
-"""Hand-worked cases of ``as_of_join`` and ``to_signal`` (API.md, "As-of joins and signals";
+"""Hand-worked cases of ``as_of_join`` and ``to_signal`` (docs/as-of-joins.md;
 docs/decisions.md), shared by the reference and the Spark tests.
 
 Times are integer microseconds; both inputs carry the payload ``Tick`` and an as-of join builds

@@ -85,7 +85,8 @@ def imported_after_importer(payload: type[Any], shape: sq.Shape, items: Sequence
                             settings: sq.AdvanceTimeSettings | None, importer_items: Sequence[Any]) -> list[Any]:
     """The items of an input whose CTIs another input imports, as the reference evaluator must see
     them when neither input is bound with an ``arrival`` column: the importer's own events are taken
-    to arrive before every imported CTI (DESIGN §5), so on the reference's one clock (list positions)
+    to arrive before every imported CTI (docs/ctis-and-release.md#the-arrival-clock), so on the
+    reference's one clock (list positions)
     this input's items come after all of the importer's. CTI rows at ``EARLIEST_CTI``, before every
     CTI the input has, fill the first positions and change nothing — unless the input never has a
     CTI at all: then nothing is imported, the order does not matter and the items stay as they are."""

@@ -1,5 +1,4 @@
-"""Hand-worked cases of the records of late events (API.md, "Late events you can see";
-docs/late-events.md), shared by the reference and the Spark tests.
+"""Hand-worked cases of the records of late events (docs/late-events.md), shared by the reference and the Spark tests.
 
 Times are integer microseconds; every input carries the payload ``Reading``, each item its own
 ``watts`` so that a record names its item. Each case gives its query, its inputs (items in arrival

@@ -6,7 +6,8 @@ run releases at a finite output CTI to the meaning of the query:
 
 - **the flush closes nothing early, holds nothing back**: the same inputs followed by a flush (a
   final CTI ``INFINITY`` on every input, ``flushed``) are a continuation that respects the CTIs, so
-  DESIGN §5's propagation rule — output before the output CTI ``c`` is final — says that the
+  the propagation rule (docs/ctis-and-release.md#cti-propagation-through-operators) — output before
+  the output CTI ``c`` is final — says that the
   flushed run holds exactly the same output before ``c``. Hence the run at ``c`` releases
   *everything* the flushed run holds wholly before ``c`` (an interval ending before ``c``, a point
   or a START edge at a start before ``c``, an END edge before ``c``), and nothing that the flushed

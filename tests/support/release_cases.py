@@ -1,4 +1,4 @@
-"""The hand-worked cases of the release rule that an independent implementation of DESIGN §5 found
+"""The hand-worked cases of the release rule that an independent implementation of it found
 streamql getting wrong (four bugs, two decisions), shared by the reference and the Spark tests.
 
 Times are integer microseconds; every input is EDGE, POINT or INTERVAL with the payload ``V``.

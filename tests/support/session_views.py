@@ -1,5 +1,5 @@
 """Hand-worked session windows: page views of two users (intervals), worked out by hand from
-API.md ("Session windows") and written out in full; the reference tests and the Spark tests run the
+docs/session-windows.md and written out in full; the reference tests and the Spark tests run the
 same cases.
 
 With a gap of 3 minutes, each view ``[s, e)`` reaches ``e + 3 min``:

@@ -1,7 +1,7 @@
 """The arrival-order work of an input — CTI rows, CTI generation, DROP/ADJUST — as a parallel scan.
 
 Each Spark partition holds a contiguous run of the input in arrival order. The scan has three
-steps (DESIGN §6):
+steps (docs/binding.md#ingress-the-arrival-order-scan):
 
 1. ``summarize`` (every partition in parallel): what the partition does to the scan state when
    none of its events violates a CTI, and whether that is certain given the incoming state.
@@ -218,7 +218,7 @@ class Simulation:
 
 @attrs.define
 class _Scanner:
-    """The CTI rule of DESIGN §5 over rows in arrival order, exactly as the reference ingress
+    """The CTI rule (docs/ctis-and-release.md) over rows in arrival order, exactly as the reference ingress
     (``streamql.reference.inputs``) applies it: ``step`` takes one row; ``skip`` takes a run of
     rows that ``next_stop`` proved change nothing but the count and the greatest start."""
 

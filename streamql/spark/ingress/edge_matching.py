@@ -79,7 +79,7 @@ def match_end_edges(rows: DataFrame, payload: Sequence[str], cti: int | None,
     ``order``. ``cti``: the input's CTI after these rows (a batch run's final CTI). At INFINITY no
     end edge can come, so open events are stable as they are; below it, a start edge that ADJUST
     moved to the CTI c is not stable at all while it is open and the CTI is c (an end edge at c
-    would still empty it; DESIGN §5).
+    would still empty it; docs/ctis-and-release.md#stability-and-the-release-rule).
 
     A streaming run matches the start edges it carries with a micro-batch's new rows (``new``:
     which rows are new, for the counts of dropped start edges and ignored end edges) and counts

@@ -261,7 +261,7 @@ def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: b
     settings = scan_settings(b.advance_time)
 
     def summarized(prepared: DataFrame, with_arrival: bool) -> list[dict[str, Any]]:
-        # one summary row per scan unit comes to the driver: the "small prefix combine" of DESIGN §6
+        # one summary row per scan unit comes to the driver, which combines them (docs/architecture.md#a-batch-run)
         compact = _compact(prepared, b, cti_rows is not None, with_seq=False, with_arrival=with_arrival)
         with phase("scan summary"):
             return sorted((row.asDict() for row in

@@ -1,4 +1,4 @@
-"""``as_of_join`` and ``to_signal`` on Spark (DESIGN §6): the semantics are
+"""``as_of_join`` and ``to_signal`` on Spark (docs/architecture.md#rules-of-execution-on-spark): the semantics are
 ``streamql.reference.as_of``, row for row and flag for flag.
 
 **as_of_join: one sort per key, no pairs.** The conjuncts of ``on`` split into equality keys

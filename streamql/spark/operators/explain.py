@@ -6,7 +6,8 @@ Spark's optimizer fuses neighbouring operators (a ``where`` after a ``select`` b
 planned by itself, and a line of the whole plan belongs to the first operator, sources before the
 operators that read them, whose own plan holds the same line (attribute ids, code-generation
 stage numbers and plan ids aside). A line that only the fused plan has belongs to the operator
-whose plan fused it; the lines above the output operator are the release rule of DESIGN §5.
+whose plan fused it; the lines above the output operator are the release rule
+(docs/ctis-and-release.md#stability-and-the-release-rule).
 """
 from __future__ import annotations
 

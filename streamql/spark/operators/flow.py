@@ -71,7 +71,8 @@ class GroupCtis:
         return out.withColumn(GROUP_CTI, F.coalesce(F.col(GROUP_CTI), F.lit(self.default)).cast("long"))
 
 
-#: one-input operators whose output CTI is their input's (DESIGN §5): a group's CTI passes through
+#: one-input operators whose output CTI is their input's (docs/ctis-and-release.md#cti-propagation-through-operators):
+#: a group's CTI passes through
 _SAME_CTI = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.ToPoint, esper.KeepLast, esper.LengthBatch)
 
 

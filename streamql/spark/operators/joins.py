@@ -1,4 +1,4 @@
-"""join, anti_join, clip and union on Spark (DESIGN §6): the semantics are
+"""join, anti_join, clip and union on Spark (docs/architecture.md#rules-of-execution-on-spark): the semantics are
 ``streamql.reference.joins``, row for row and flag for flag.
 
 **Pairs meet by an equi-join, never a cartesian product.** Every pair of overlapping events is

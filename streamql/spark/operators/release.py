@@ -1,5 +1,5 @@
-"""The release rule (DESIGN §5) on Spark: which events of the query's output are released,
-given the output CTI at the end of the run."""
+"""The release rule on Spark (docs/ctis-and-release.md#stability-and-the-release-rule): which events
+of the query's output are released, given the output CTI at the end of the run."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame

@@ -1,4 +1,4 @@
-"""Incremental evaluation: one micro-batch of a streaming run (DESIGN §6, docs/streaming.md).
+"""Incremental evaluation: one micro-batch of a streaming run (docs/architecture.md#a-live-step, docs/streaming.md).
 
 A streaming run is a sequence of steps. Each step takes what the previous one carried — per
 input the arrival-scan state (current CTI, event count, greatest start, ``every=`` baseline),

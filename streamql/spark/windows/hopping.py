@@ -5,7 +5,7 @@ overlaps, then every (group, window) is aggregated — a generate plus one shuff
 Window ``k`` is ``[k*hop, k*hop + size)``. An event ``[s, e)`` overlaps windows
 ``floor((s - size) / hop) + 1`` to ``floor((e - 1) / hop)``; an event with end INFINITY reaches
 the windows starting before the CTI while the CTI is finite, and once it is INFINITY (the event
-never ends) those starting at or before the horizon of its group (DESIGN §5).
+never ends) those starting at or before the horizon of its group (docs/windows.md#events-that-never-end).
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Session windows on Spark: a sweep over each group's events in start order (DESIGN §6).
+"""Session windows on Spark: a sweep over each group's events in start order
+(docs/session-windows.md#session-windows-on-spark).
 
 The semantics are ``streamql.reference.windows.sessions``. Each event's extended end is
 ``end + gap``. In start order, an event starts a new session when its start is at or after the

@@ -1,4 +1,5 @@
-"""Snapshot windows on Spark: a sweep over each group's sorted event endpoints (DESIGN §6).
+"""Snapshot windows on Spark: a sweep over each group's sorted event endpoints
+(docs/snapshot-windows.md#snapshot-windows-on-spark).
 
 The semantics are ``streamql.reference.windows.snapshot`` and ``aggregate``: one output row per
 interval between consecutive distinct endpoints (starts and ends, ``INFINITY`` included) of a
@@ -70,8 +71,8 @@ _START_ON_BORDER, _END_ON_BORDER = "_sq_start_on_border", "_sq_end_on_border"
 _FIRST_RANGE, _LAST_RANGE = "_sq_first_range", "_sq_last_range"
 
 # endpoint rows: an endpoint is *real* when some event starts or ends there (not just a border),
-# *stable* when what makes it a boundary is stable (DESIGN §5); ``_AT`` columns hold the value
-# for all rows of the same time; the last row of each time stands for its endpoint
+# *stable* when what makes it a boundary is stable (docs/ctis-and-release.md#stability-and-the-release-rule);
+# ``_AT`` columns hold the value for all rows of the same time; the last row of each time stands for its endpoint
 _ROLE, _TIME, _INDEX = "_sq_role", "_sq_time", "_sq_index"
 _REAL, _STABLE, _REAL_AT, _STABLE_AT = "_sq_real", "_sq_stable", "_sq_real_at", "_sq_stable_at"
 _LAST_AT = "_sq_last_at"
@@ -338,7 +339,7 @@ def _endpoint_rows(pieces: DataFrame, aggregates: Sequence[Aggregate],
     starting = role.isin(_STARTS, _START_INTO_PREVIOUS)
     real = F.when(role == _STARTS, F.col(_OWN_START)).when(role == _ENDS, F.col(_OWN_END)).otherwise(F.lit(True))
     # a boundary is stable when made by the end of a closed event or by the start of an event
-    # whose start and payload are stable (DESIGN §5)
+    # whose start and payload are stable (docs/ctis-and-release.md#stability-and-the-release-rule)
     stable = real & F.when(starting, F.col(HEAD)).otherwise(F.col(CLOSED))
     of_piece = role <= _ENDS
     columns = [part.alias(PART), role.alias(_ROLE),

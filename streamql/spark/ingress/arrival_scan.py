@@ -73,6 +73,34 @@ class Summary:
     first_bad: int  # seq of the first bad row, or -1
 
 
+def checked_times(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The time of each row that the CTI checks (docs/ctis-and-release.md): an end edge's end, an event's start
+    (INSERT, START_EDGE); a CTI row is never late (INFINITY). A row is late for CTI ``c`` when this
+    time is before ``c``; ``late_action`` says what becomes of it.
+
+    >>> checked_times(np.array([INSERT, END_EDGE, CTI]), np.array([5, 5, 5]), np.array([9, 7, 0]))
+    array([                  5,                   7, 9223372036854775807])
+    """
+    return np.where(kinds == END_EDGE, ends, np.where(kinds == CTI, INFINITY_MICROS, starts))
+
+
+def late_action(kind: int, end: int, cti: int, adjust: bool) -> int:
+    """What becomes of a row late for CTI ``cti`` (``checked_times``): under ADJUST an end edge's
+    end moves to ``cti`` (``ADJUST_END``) and an event's start moves to ``cti`` (``ADJUST_START``)
+    if the event ends after ``cti`` (a start edge's event ends at INFINITY); else it is dropped.
+
+    >>> late_action(INSERT, 12, 10, adjust=True) == ADJUST_START, late_action(INSERT, 10, 10, adjust=True) == DROP
+    (True, True)
+    """
+    if not adjust:
+        return DROP
+    if kind == END_EDGE:
+        return ADJUST_END
+    if kind == START_EDGE:
+        end = INFINITY_MICROS
+    return ADJUST_START if end > cti else DROP
+
+
 def _shift(t: int, d: int) -> int:
     """Saturating ``t + d`` for finite ``t`` (mirrors ``streamql.time.shift``)."""
     if t == INFINITY_MICROS:
@@ -122,13 +150,14 @@ def rows_of(table: pa.Table, partition: int) -> Rows:
 
 
 def summarize(rows: Rows, settings: ScanSettings, unit: int) -> Summary:
+    """What a scan unit does to the scan state when none of its events is late, and whether its
+    own CTIs (its CTI rows, and those its events generate) find none late."""
     bad_count = int(rows.bad.sum())
     first_bad = int(rows.seqs[rows.bad][0]) if bad_count else -1
     good = rows.good()
-    kinds, starts, ends = good.kinds, good.starts, good.ends
+    kinds, starts = good.kinds, good.starts
     eligible = (kinds == INSERT) | (kinds == START_EDGE)
-    checked = eligible | (kinds == END_EDGE)
-    values = np.where(kinds == END_EDGE, ends, starts)
+    checked = checked_times(kinds, starts, good.ends)
     cti_rows = np.where(kinds == CTI, starts, NONE)
     cti_before = _exclusive_running_max(cti_rows)
     elig_starts = np.where(eligible, starts, NONE)
@@ -137,7 +166,7 @@ def summarize(rows: Rows, settings: ScanSettings, unit: int) -> Summary:
         max_before = _exclusive_running_max(elig_starts)
         generated = np.where(max_before == NONE, NONE, max_before - settings.delay)
         bound = np.maximum(bound, generated)
-    locally_certain = bool(np.all(values[checked] >= bound[checked])) if checked.any() else True
+    locally_certain = not bool(np.any(checked < bound))  # no row late for the unit's own CTIs
     tail: tuple[int, ...] = ()
     if settings.every_events is not None and eligible.any():
         running = np.maximum.accumulate(starts[eligible])
@@ -148,7 +177,7 @@ def summarize(rows: Rows, settings: ScanSettings, unit: int) -> Summary:
         eligible=int(eligible.sum()),
         max_start=int(elig_starts.max()) if len(kinds) else NONE,
         max_cti_row=int(cti_rows.max()) if len(kinds) else NONE,
-        min_checked=int(values[checked].min()) if checked.any() else INFINITY_MICROS,
+        min_checked=int(checked.min()) if len(kinds) else INFINITY_MICROS,
         locally_certain=locally_certain,
         tail_max=tail,
         bad_rows=bad_count,
@@ -157,6 +186,7 @@ def summarize(rows: Rows, settings: ScanSettings, unit: int) -> Summary:
 
 
 def _exclusive_running_max(values: np.ndarray) -> np.ndarray:
+    """The greatest of the values before each position (``NONE`` before the first)."""
     if len(values) == 0:
         return values
     running = np.maximum.accumulate(values)
@@ -226,6 +256,7 @@ class _Scanner:
     starts: np.ndarray
     ends: np.ndarray
     seqs: np.ndarray
+    checked: np.ndarray  # ``checked_times`` of the rows
     settings: ScanSettings
     cti: int
     count: int
@@ -237,76 +268,78 @@ class _Scanner:
     adjusted: int = 0
 
     def step(self, i: int) -> None:
+        """Takes row ``i``: a CTI row may move the CTI; an event or end edge late for it is decided
+        (``late_action``); an accepted event may generate a CTI."""
         kind = int(self.kinds[i])
         if kind == CTI:
-            if int(self.starts[i]) > self.cti:
-                self.cti = int(self.starts[i])
-                self.changes.append((i, self.cti))
+            self._move_cti(i, int(self.starts[i]))
             return
         cti = self.cti
-        if kind == END_EDGE:
-            if int(self.ends[i]) < cti:
-                if self.settings.adjust:
-                    self.decisions.append((int(self.seqs[i]), ADJUST_END, cti))
-                    self.adjusted += 1
-                else:
-                    self.decisions.append((int(self.seqs[i]), DROP, cti))
-                    self.dropped += 1
-            return
-        start = int(self.starts[i])
-        end = INFINITY_MICROS if kind == START_EDGE else int(self.ends[i])
-        if start < cti:
-            if self.settings.adjust and end > cti:
-                start = cti
-                self.decisions.append((int(self.seqs[i]), ADJUST_START, cti))
-                self.adjusted += 1
-            else:
-                self.decisions.append((int(self.seqs[i]), DROP, cti))
+        action = None
+        if int(self.checked[i]) < cti:
+            action = late_action(kind, int(self.ends[i]), cti, self.settings.adjust)
+            self.decisions.append((int(self.seqs[i]), action, cti))
+            if action == DROP:
                 self.dropped += 1
-                return
+            else:
+                self.adjusted += 1
+        if kind != END_EDGE and action != DROP:
+            self._accept(i, cti if action == ADJUST_START else int(self.starts[i]))
+
+    def _accept(self, i: int, start: int) -> None:
+        """Takes the accepted event of row ``i``, which starts at ``start`` (after ADJUST)."""
         self.max_start = max(self.max_start, start)
+        if self._advance_generation(start):
+            self._move_cti(i, _shift(self.max_start, -self.settings.delay))
+
+    def _advance_generation(self, start: int) -> bool:
+        """Counts an accepted event that starts at ``start`` for CTI generation, and says whether it
+        generates a CTI: the ``every_events``-th event, or one ``every`` past the baseline (then
+        the new baseline; the first event sets the first)."""
         settings = self.settings
         if not settings.generates:
-            return
+            return False
         self.count += 1
         if settings.every_events is not None:
-            trigger = self.count % settings.every_events == 0
-        elif self.baseline == NONE:
-            self.baseline, trigger = start, False
-        else:
-            assert settings.every is not None
-            trigger = start >= _shift(self.baseline, settings.every)
-            if trigger:
-                self.baseline = start
-        if trigger:
-            generated = max(cti, _shift(self.max_start, -settings.delay))
-            if generated > cti:
-                self.cti = generated
-                self.changes.append((i, generated))
+            return self.count % settings.every_events == 0
+        if self.baseline == NONE:
+            self.baseline = start
+            return False
+        assert settings.every is not None
+        if start < _shift(self.baseline, settings.every):
+            return False
+        self.baseline = start
+        return True
+
+    def _move_cti(self, i: int, cti: int) -> None:
+        """Moves the CTI to ``cti`` after row ``i`` where that is later (a CTI never goes back)."""
+        if cti > self.cti:
+            self.cti = cti
+            self.changes.append((i, cti))
 
     def next_stop(self, lo: int, hi: int) -> int:
         """The first row in ``[lo, hi)`` that ``step`` must take (``hi`` if none): a late event or
         end edge, a CTI row that moves the CTI, the event that generates a CTI or sets the first
         ``every=`` baseline."""
         kinds, starts = self.kinds[lo:hi], self.starts[lo:hi]
-        eligible = (kinds == INSERT) | (kinds == START_EDGE)
-        late = eligible & (starts < self.cti)
-        late |= (kinds == END_EDGE) & (self.ends[lo:hi] < self.cti)
-        late |= (kinds == CTI) & (starts > self.cti)
-        accepted = eligible & ~late
+        late = self.checked[lo:hi] < self.cti
+        accepted = ((kinds == INSERT) | (kinds == START_EDGE)) & ~late
+        stops = late | ((kinds == CTI) & (starts > self.cti))
         settings = self.settings
         if settings.every_events is not None:
             need = settings.every_events - self.count % settings.every_events
-            late |= accepted & (np.cumsum(accepted) == need)
+            stops |= accepted & (np.cumsum(accepted) == need)
         elif settings.every is not None:
             if self.baseline == NONE:
-                late |= accepted
+                stops |= accepted
             else:
-                late |= accepted & (starts >= _shift(self.baseline, settings.every))
-        found = np.flatnonzero(late)
+                stops |= accepted & (starts >= _shift(self.baseline, settings.every))
+        found = np.flatnonzero(stops)
         return lo + int(found[0]) if len(found) else hi
 
     def skip(self, lo: int, hi: int) -> None:
+        """Takes rows ``[lo, hi)``, which ``next_stop`` found to change only the count and the
+        greatest start."""
         if hi <= lo:
             return
         kinds = self.kinds[lo:hi]
@@ -322,7 +355,8 @@ def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.n
     """Runs rows in arrival order through the CTI rule and returns the decisions that differ from
     "accept unchanged". Runs of rows that cannot change anything are taken in bulk (numpy);
     where interesting rows are dense, rows are taken one by one."""
-    scanner = _Scanner(kinds, starts, ends, seqs, settings, state.cti, state.count, state.max_start, state.baseline)
+    scanner = _Scanner(kinds, starts, ends, seqs, checked_times(kinds, starts, ends), settings,
+                       state.cti, state.count, state.max_start, state.baseline)
     n, i, window = len(kinds), 0, 4096
     while i < n:
         hi = min(n, i + window)

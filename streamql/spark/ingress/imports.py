@@ -8,7 +8,7 @@ from typing import Mapping
 from streamql.errors import BindingError
 from streamql.spark.ingress.arrival_scan import ScanState
 from streamql.spark.ingress.binding import Binding
-from streamql.spark.ingress.scan import Ingress, run_ingress
+from streamql.spark.ingress.scan import Imported, Ingress, Wanted, run_ingress
 
 
 def scan_order(bindings: Mapping[str, Binding], read: set[str]) -> list[str]:
@@ -43,24 +43,24 @@ def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, In
     b = bindings[name]
     settings = b.advance_time
     imported = None
-    imported_arrival = False
     if settings is not None and settings.import_ is not None:
         source = settings.import_.from_input
-        imported = done[source]
-        imported_arrival = b.arrival is not None and bindings[source].arrival is not None
-        if imported_arrival:
+        one_clock = b.arrival is not None and bindings[source].arrival is not None
+        imported = Imported(done[source], one_clock)
+        if one_clock:
             mine = b.source.schema[b.arrival].dataType if b.arrival else None
             theirs = bindings[source].source.schema[bindings[source].arrival or ""].dataType
             if mine != theirs:
                 raise BindingError(f"inputs {name!r} and {source!r} share one arrival clock, but their "
                                    f"arrival columns have different types ({mine} and {theirs})")
     # an input whose CTIs another imports on a shared arrival clock hands over its CTI steps
-    want_steps = b.arrival is not None and any(
+    cti_steps = b.arrival is not None and any(
         other.advance_time is not None and other.advance_time.import_ is not None
         and other.advance_time.import_.from_input == name and other.arrival is not None
         for other in bindings.values())
     flush = final and settings is not None and settings.generation is not None and settings.generation.flush
-    return run_ingress(b, imported, flush, want_steps, imported_arrival, initial, match_edges, first_position)
+    return run_ingress(b, imported, Wanted(flush=flush, cti_steps=cti_steps, match_edges=match_edges, initial=initial,
+                                           first_position=first_position))
 
 
 __all__ = ["scan_input", "scan_order"]

@@ -11,7 +11,7 @@ import attrs
 import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel, TaskContext
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -86,6 +86,7 @@ def _units(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, scan.Rows]]
 
 
 def _units_of(table: pa.Table) -> Iterator[tuple[int, scan.Rows]]:
+    """The rows of one Spark partition's table split into scan units."""
     partition = TaskContext.get().partitionId()  # type: ignore[union-attr]
     rows = scan.rows_of(table, partition)
     units = rows.seqs >> scan.PARTITION_BITS
@@ -95,6 +96,7 @@ def _units_of(table: pa.Table) -> Iterator[tuple[int, scan.Rows]]:
 
 
 def _summarize_units(settings: scan.ScanSettings) -> Any:
+    """The ``mapInArrow`` function of the summary pass: one summary row per scan unit."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = _table(batches)
         if table is None:
@@ -135,6 +137,8 @@ def _in_partition_order(summaries: list[dict[str, Any]]) -> bool:
 
 
 def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSettings) -> Any:
+    """The ``mapInArrow`` function that simulates the units of ``states``, each from its state:
+    per unit, its state after (record 0), its decisions (1) and its CTI changes (2)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for unit, rows in _units(batches):
             if unit not in states:
@@ -175,54 +179,6 @@ def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool
     return prepared.select(*columns)
 
 
-@attrs.frozen
-class _UnitOutcome:
-    state: scan.ScanState  # the state after the unit
-    dropped: int
-    adjusted: int
-
-
-@attrs.define
-class _Walk:
-    state: scan.ScanState  # after the last unit (exact when nothing is pending)
-    states: dict[int, scan.ScanState]  # the state entering each unit
-    simulated: list[tuple[int, scan.ScanState]]  # the simulations the exact walk used
-    pending: dict[int, scan.ScanState]  # units to simulate next, from these states
-
-
-def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings,
-          simulations: Mapping[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]],
-          latest: Mapping[int, tuple[scan.ScanState, _UnitOutcome]], initial: scan.ScanState) -> _Walk:
-    walk = _Walk(initial, {}, [], {})
-    state, exact = initial, True
-    for s in summaries:
-        unit = s["unit"]
-        if exact:
-            walk.states[unit] = state
-        summary = scan.Summary(**{k: s[k] for k in _SUMMARY_FIELDS}, tail_max=tuple(s["tail_max"] or ()))
-        after = scan.clean_transfer(summary, state, settings)
-        if after is None:
-            done = simulations.get((unit, state))
-            if done is not None:
-                after = done[0].state
-                if exact:
-                    walk.simulated.append((unit, state))
-            else:
-                walk.pending[unit] = state
-                exact = False
-                # a guess of what comes next: the unit's last simulated outcome (with the count moved
-                # as much as it moved then), else its summary's
-                previous = latest.get(unit)
-                if previous is None:
-                    after = scan.optimistic_transfer(summary, state, settings)
-                else:
-                    before, outcome = previous
-                    after = attrs.evolve(outcome.state, count=state.count + outcome.state.count - before.count)
-        state = after
-    walk.state = state
-    return walk
-
-
 @attrs.define
 class Ingress:
     """The outcome of one input's scan: accepted events and the CTIs."""
@@ -245,188 +201,421 @@ class Ingress:
     reached: int | None = None
 
 
-def run_ingress(b: Binding, imported: Ingress | None, flush: bool, want_steps: bool,
-                imported_arrival: bool, initial: scan.ScanState = scan.ScanState(),
-                match_edges: bool = True, first_position: int = 0) -> Ingress:
-    """Scans one input. ``imported`` is the ingress of the input whose CTIs this one imports;
-    when both have arrival columns (``imported_arrival``) its CTI steps join the arrival order.
+@attrs.frozen(eq=False)
+class Imported:
+    """The scan of the input whose CTIs an input imports, and whether the two share one arrival
+    clock (both have arrival columns): then its CTI steps join this input's arrival order.
 
-    A streaming run scans each micro-batch from the state the previous one ended in
-    (``initial``) and matches the end edges of an EDGE input itself, with the start edges it
-    carries (``match_edges=False``: ``events`` are then the scanned edge rows, with the scan's
-    ``_sq_action``/``_sq_moved_to``, and the counts are the matching's to make).
-    ``first_position``: the rows of the input before these (a stream's earlier micro-batches), from
-    which the late records number the rows of an input without an arrival column."""
-    cti_rows = imported.cti_steps if imported is not None and imported_arrival else None
-    settings = scan_settings(b.advance_time)
+    ``Imported(scans["readings"], one_clock=True)``: the CTIs of ``readings``, as rows of the scan.
+    """
 
-    def summarized(prepared: DataFrame, with_arrival: bool) -> list[dict[str, Any]]:
-        # one summary row per scan unit comes to the driver, which combines them (docs/architecture.md#a-batch-run)
-        compact = _compact(prepared, b, cti_rows is not None, with_seq=False, with_arrival=with_arrival)
-        with phase("scan summary"):
-            return sorted((row.asDict() for row in
-                           compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
-                          key=lambda r: r["unit"])
+    ingress: Ingress
+    one_clock: bool = False
 
-    summaries: list[dict[str, Any]] | None = None
-    if b.arrival is not None and cti_rows is None:
-        # most inputs arrive in the order they are stored: the summary's pass in partition order
-        # also checks that, and where it holds the arrival numbering (a shuffle and a sort) is not needed
-        prepared = prepare(b, partition_order=True)
-        summaries = summarized(prepared, with_arrival=True)
-        if not _in_partition_order(summaries):
-            summaries = None
-    if summaries is None:
-        with phase("arrival order"):
-            prepared = prepare(b, cti_rows)
-        summaries = summarized(prepared, with_arrival=False)
-    bad_rows = sum(s["bad_rows"] for s in summaries)
-    rows = sum(s["rows"] + s["bad_rows"] for s in summaries)  # a summary's rows are its good ones
-    if bad_rows and b.bad_rows == "error":
-        first = min(s["first_bad"] for s in summaries if s["first_bad"] >= 0)
-        bad = prepared.filter(F.col(SEQ) == first).select(BAD).first()
-        raise _bad_row(b, prepared, first, bad[0] if bad else "unknown")
-    persisted: list[DataFrame] = []
-    cached_compact: DataFrame | None = None
-    simulations: dict[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]] = {}
-    latest: dict[int, tuple[scan.ScanState, _UnitOutcome]] = {}
-    while True:
-        # Walk the units with the exact state. A unit whose summary decides, or that was simulated
-        # from exactly this state, passes it on exactly; the first other unit is simulated next,
-        # and so, speculatively, is every later one, from a guessed state (its outcome counts only
-        # if a later walk reaches it with that very state).
-        walk = _walk(summaries, settings, simulations, latest, initial)
-        if not walk.pending:
-            break
-        if cached_compact is None:
-            # the simulated units' decisions are joined to the events under a union, where the
-            # task's partition is not the input's: these rows carry their seq
-            cached_compact = _compact(prepared, b, cti_rows is not None, with_seq=True).persist(
-                StorageLevel.MEMORY_AND_DISK)
-            persisted.append(cached_compact)
-        units = F.shiftright(F.col("seq"), scan.PARTITION_BITS).isin(list(walk.pending))
-        simulated = cached_compact.filter(units).mapInArrow(
-            _simulate_units(walk.pending, settings), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(simulated)
-        with phase("scan simulation"):
-            records = simulated.filter(F.col("record") == 0).collect()  # one state row per simulated unit
-        for record in records:
-            outcome = _UnitOutcome(scan.ScanState(record["cti"], record["count"], record["max_start"],
-                                                  record["baseline"]), record["dropped"], record["adjusted"])
-            unit = record["seq"]
-            simulations[(unit, walk.pending[unit])] = (outcome, simulated)
-            latest[unit] = (walk.pending[unit], outcome)
-    state, states = walk.state, walk.states
-    dropped = sum(simulations[key][0].dropped for key in walk.simulated)
-    adjusted = sum(simulations[key][0].adjusted for key in walk.simulated)
-    decisions = [simulations[key][1].filter((F.col("record") == 1)
-                                            & (F.shiftright(F.col("seq"), scan.PARTITION_BITS) == key[0]))
-                 for key in walk.simulated]
-    final = state.cti
-    finite = None if final in (scan.NONE, INFINITY_MICROS) else final
-    reached: int | None = None
-    unit_rows = [(s["unit"], s["rows"] + s["bad_rows"]) for s in summaries]
-    if final == INFINITY_MICROS and initial.cti != INFINITY_MICROS:
-        # a CTI row took the input to INFINITY: a union after it needs where, and the greatest
-        # finite CTI before (docs/decisions.md, the horizon on Spark)
-        with phase("scan infinity"):
-            finite, reached = _reached_infinity(prepared, b, cti_rows is not None, summaries, walk, settings,
-                                                unit_rows, first_position)
-    if flush:
-        final = INFINITY_MICROS
-        reached = FLUSHED if reached is None else reached
-    if imported is not None and imported.final_cti is not None:
-        final = imported.final_cti if final == scan.NONE else max(final, imported.final_cti)
-    # on one arrival clock the imported CTIs are rows of this scan already (and those after this
-    # input's own INFINITY do not count)
-    if imported is not None and imported.finite_cti is not None and (cti_rows is None or reached is None):
-        finite = imported.finite_cti if finite is None else max(finite, imported.finite_cti)
-    if imported is not None and imported.reached is not None:
-        reached = imported.reached if reached is None else min(reached, imported.reached)
-    events = prepared.filter(F.col(BAD).isNull() & (F.col(KIND) != scan.CTI))
-    if decisions:
-        applied = decisions[0]
-        for more in decisions[1:]:
-            applied = applied.unionByName(more)
-        applied = applied.select(F.col("seq").alias("_sq_d_seq"), F.col("action").alias(ACTION),
-                                 F.col("time").alias(MOVED_TO))
-        if dropped + adjusted <= BROADCAST_DECISIONS:
-            # the usual case: few late events; joining them to every partition avoids moving the events
-            applied = F.broadcast(applied)
-        events = events.join(applied, events[SEQ] == applied["_sq_d_seq"], "left")
+    @property
+    def cti_rows(self) -> DataFrame | None:
+        """The imported CTIs as rows of the importing input's scan (only on one arrival clock)."""
+        return self.ingress.cti_steps if self.one_clock else None
+
+
+@attrs.frozen
+class Wanted:
+    """What the caller of ``run_ingress`` asks of one input's scan besides its events.
+
+    ``Wanted(flush=True)``: a batch run's scan of an input whose CTI generation flushes;
+    ``Wanted(match_edges=False, initial=state, first_position=n)``: a streaming micro-batch's.
+    """
+
+    #: the CTI goes to INFINITY after the last row (the generation's flush, on a run's last scan)
+    flush: bool = False
+    #: every change of the CTI as well (``Ingress.cti_steps``), for the inputs that import them on
+    #: one arrival clock
+    cti_steps: bool = False
+    #: an EDGE input's end edges matched to their start edges here. A streaming run matches them
+    #: itself, with the start edges it carries (False: ``events`` are then the scanned edge rows,
+    #: with the scan's ``_sq_action``/``_sq_moved_to``, and the counts are the matching's to make)
+    match_edges: bool = True
+    #: the scan state before the first row (a streaming run: where the previous micro-batch ended)
+    initial: scan.ScanState = scan.ScanState()
+    #: the input's rows before these (a stream's earlier micro-batches), from which the late
+    #: records number the rows of an input without an arrival column
+    first_position: int = 0
+
+
+def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = Wanted()) -> Ingress:
+    """Scans one input: summarises its scan units, simulates those that may hold late events,
+    applies the decisions to the events and, for an EDGE input, matches its edges. ``imported``:
+    the scan of the input whose CTIs this one imports.
+
+    ``run_ingress(b, wanted=Wanted(flush=True)).final_cti == INFINITY_MICROS``
+    """
+    s = _summarize(b, imported.cti_rows if imported is not None else None)
+    _check_bad_rows(s)
+    walk, simulations, persisted = _walk_simulating(s, wanted.initial)
+    decisions = _decisions(walk, simulations)
+    ctis = _ctis(s, walk, imported, wanted)
+    arrival = s.arrival(wanted.first_position)
+    events = _with_decisions(s.prepared, decisions)
+    if b.node.shape is not Shape.EDGE:
+        accepted = _accepted_events(s, events, decisions, arrival)
+    elif wanted.match_edges:
+        accepted = _matched_edges(s, _with_late_arrival(events, arrival), ctis, persisted)
     else:
-        events = events.withColumn(ACTION, F.lit(None).cast("int")).withColumn(MOVED_TO, F.lit(None).cast("long"))
-    steps = None
-    if want_steps:
-        steps = _cti_steps(prepared, _compact(prepared, b, cti_rows is not None, with_seq=True), states, settings)
-    payload = [f.name for f in b.node.schema.fields]
-    arrival = late.arrival_of(prepared, b.arrival is not None, unit_rows, first_position)
-    late_bad = late.bad_rows(prepared, arrival, payload)
-    if b.node.shape is Shape.EDGE:
-        # an edge's late record is made when its event is decided: its arrival goes with it
-        events = events.withColumn(LATE_ARRIVAL, arrival)
-    if b.node.shape is Shape.EDGE and not match_edges:
-        return Ingress(
-            events=events.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *payload, LATE_ARRIVAL),
-            final_cti=None if final == scan.NONE else final, finite_cti=finite, dropped=0, adjusted=0,
-            bad_rows=bad_rows, cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows,
-            late=late_bad, reached=reached)  # the step adds the records of the events its matching decides
-    if b.node.shape is Shape.EDGE:
-        # the scan's counts include end edges that turn out unmatched: the matching counts instead
-        with phase("edge matching"):
-            matched = match_end_edges(events, payload, None if final == scan.NONE else final)
-        persisted.append(matched.persisted)
-        if matched.unmatched and b.bad_rows == "error":
-            first = prepared.filter(F.col(SEQ) == matched.first_unmatched).select(START, END).first()
-            assert first is not None
-            for df in persisted:
-                df.unpersist()
-            raise _bad_row(b, prepared, matched.first_unmatched,
-                           f"end edge at {from_micros(first[1])} has no open start edge at "
-                           f"{from_micros(first[0])} with its payload")
-        late_rows = late_bad.unionByName(late.edge_rows(matched.persisted, payload))
-        return Ingress(
-            events=matched.events, final_cti=None if final == scan.NONE else final, finite_cti=finite,
-            dropped=matched.dropped, adjusted=matched.adjusted, bad_rows=bad_rows + matched.unmatched,
-            cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows, late=late_rows,
-            reached=reached,
-        )
-    late_rows = late_bad.unionByName(late.decided_rows(events, arrival, payload)) if decisions else late_bad
-    events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
-    events = events.withColumn(START, F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO))
-                               .otherwise(F.col(START)))
+        accepted = _scanned_edges(s, _with_late_arrival(events, arrival))
+    bad_records = late.bad_rows(s.prepared, arrival, s.payload)
     return Ingress(
-        events=events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *payload),
-        final_cti=None if final == scan.NONE else final, finite_cti=finite,
-        dropped=dropped, adjusted=adjusted, bad_rows=bad_rows,
-        cti_steps=steps, persisted=persisted, state=attrs.evolve(state, cti=final), rows=rows, late=late_rows,
-        reached=reached,
+        events=accepted.events, final_cti=ctis.final_cti, finite_cti=ctis.finite,
+        dropped=accepted.dropped, adjusted=accepted.adjusted, bad_rows=s.bad_rows + accepted.unmatched,
+        cti_steps=_cti_steps(s, walk.states) if wanted.cti_steps else None, persisted=persisted,
+        state=attrs.evolve(walk.state, cti=ctis.final), rows=s.rows,
+        late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late),
+        reached=ctis.reached,
     )
 
 
-def _reached_infinity(prepared: DataFrame, b: Binding, imports_ctis: bool, summaries: list[dict[str, Any]],
-                      walk: _Walk, settings: scan.ScanSettings, unit_rows: list[tuple[int, int]],
-                      first_position: int) -> tuple[int | None, int]:
+# --- summaries ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class _Summarized:
+    """An input's rows in arrival order (``prepare``) with one summary per scan unit, in unit order."""
+
+    b: Binding
+    prepared: DataFrame
+    summaries: list[dict[str, Any]]
+    settings: scan.ScanSettings
+    imports_ctis: bool  # the imported CTIs are rows of this scan
+
+    @property
+    def bad_rows(self) -> int:
+        return sum(u["bad_rows"] for u in self.summaries)
+
+    @property
+    def unit_rows(self) -> list[tuple[int, int]]:
+        """(unit, rows) of every unit (a summary's ``rows`` are its good ones)."""
+        return [(u["unit"], u["rows"] + u["bad_rows"]) for u in self.summaries]
+
+    @property
+    def rows(self) -> int:
+        return sum(rows for _, rows in self.unit_rows)
+
+    @property
+    def payload(self) -> list[str]:
+        return [f.name for f in self.b.node.schema.fields]
+
+    def compact(self, with_seq: bool) -> DataFrame:
+        """The time columns the scan reads (``_compact``)."""
+        return _compact(self.prepared, self.b, self.imports_ctis, with_seq=with_seq)
+
+    def arrival(self, first_position: int) -> Column:
+        """A row's arrival as its late record shows it (``late.arrival_of``)."""
+        return late.arrival_of(self.prepared, self.b.arrival is not None, self.unit_rows, first_position)
+
+
+def _summarize(b: Binding, cti_rows: DataFrame | None) -> _Summarized:
+    """The input's rows in arrival order, summarised. Most inputs arrive in the order they are
+    stored: with an arrival column, the summary's pass in partition order also checks that, and
+    where it holds the arrival numbering (a shuffle and a sort) is not needed."""
+    settings = scan_settings(b.advance_time)
+    if b.arrival is not None and cti_rows is None:
+        stored = _summarized(b, prepare(b, partition_order=True), settings, imports_ctis=False, with_arrival=True)
+        if _in_partition_order(stored.summaries):
+            return stored
+    with phase("arrival order"):
+        prepared = prepare(b, cti_rows)
+    return _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False)
+
+
+def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, imports_ctis: bool,
+                with_arrival: bool) -> _Summarized:
+    """``prepared`` with its summaries: one row per scan unit comes to the driver, which combines
+    them (docs/architecture.md#a-batch-run)."""
+    compact = _compact(prepared, b, imports_ctis, with_seq=False, with_arrival=with_arrival)
+    with phase("scan summary"):
+        summaries = sorted((row.asDict() for row in
+                            compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
+                           key=lambda r: r["unit"])
+    return _Summarized(b, prepared, summaries, settings, imports_ctis)
+
+
+def _check_bad_rows(s: _Summarized) -> None:
+    """Refuses an input with bad rows (its first one) unless it is bound with ``bad_rows="drop"``."""
+    if not s.bad_rows or s.b.bad_rows != "error":
+        return
+    first = min(u["first_bad"] for u in s.summaries if u["first_bad"] >= 0)
+    bad = s.prepared.filter(F.col(SEQ) == first).select(BAD).first()
+    raise _bad_row(s.b, s.prepared, first, bad[0] if bad else "unknown")
+
+
+# --- the walk over the units, and their simulations ----------------------------------------------
+
+
+@attrs.frozen
+class _UnitOutcome:
+    state: scan.ScanState  # the state after the unit
+    dropped: int
+    adjusted: int
+
+
+#: the simulations made, by (unit, the state it was simulated from): the outcome and its records
+_Simulations = dict[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]]
+#: the last simulation of each unit: the state it started from and its outcome
+_Latest = dict[int, tuple[scan.ScanState, _UnitOutcome]]
+
+
+@attrs.define
+class _Walk:
+    state: scan.ScanState  # after the last unit (exact when nothing is pending)
+    states: dict[int, scan.ScanState]  # the state entering each unit
+    simulated: list[tuple[int, scan.ScanState]]  # the simulations the exact walk used
+    pending: dict[int, scan.ScanState]  # units to simulate next, from these states
+
+
+def _walk_simulating(s: _Summarized, initial: scan.ScanState) -> tuple[_Walk, _Simulations, list[DataFrame]]:
+    """The exact walk over the units, the simulations it took, and the DataFrames they persisted.
+
+    Walk the units with the exact state. A unit whose summary decides, or that was simulated
+    from exactly this state, passes it on exactly; the first other unit is simulated next,
+    and so, speculatively, is every later one, from a guessed state (its outcome counts only
+    if a later walk reaches it with that very state)."""
+    simulations: _Simulations = {}
+    latest: _Latest = {}
+    persisted: list[DataFrame] = []
+    compact: DataFrame | None = None
+    while True:
+        walk = _walk(s.summaries, s.settings, simulations, latest, initial)
+        if not walk.pending:
+            return walk, simulations, persisted
+        if compact is None:
+            # the simulated units' decisions are joined to the events under a union, where the
+            # task's partition is not the input's: these rows carry their seq
+            compact = s.compact(with_seq=True).persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(compact)
+        units = F.shiftright(F.col("seq"), scan.PARTITION_BITS).isin(list(walk.pending))
+        simulated = compact.filter(units).mapInArrow(
+            _simulate_units(walk.pending, s.settings), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(simulated)
+        for unit, outcome in _outcomes(simulated):
+            simulations[(unit, walk.pending[unit])] = (outcome, simulated)
+            latest[unit] = (walk.pending[unit], outcome)
+
+
+def _outcomes(simulated: DataFrame) -> list[tuple[int, _UnitOutcome]]:
+    """The outcome of each simulated unit (a Spark job: one state row per unit)."""
+    with phase("scan simulation"):
+        records = simulated.filter(F.col("record") == 0).collect()
+    return [(record["seq"], _UnitOutcome(scan.ScanState(record["cti"], record["count"], record["max_start"],
+                                                        record["baseline"]), record["dropped"], record["adjusted"]))
+            for record in records]
+
+
+def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulations: _Simulations,
+          latest: _Latest, initial: scan.ScanState) -> _Walk:
+    """One walk over the units from ``initial``: exact up to the first unit that neither its
+    summary nor a simulation from its exact state decides; guessed from there."""
+    walk = _Walk(initial, {}, [], {})
+    state, exact = initial, True
+    for s in summaries:
+        unit = s["unit"]
+        if exact:
+            walk.states[unit] = state
+        summary = scan.Summary(**{k: s[k] for k in _SUMMARY_FIELDS}, tail_max=tuple(s["tail_max"] or ()))
+        after = scan.clean_transfer(summary, state, settings)
+        if after is None:
+            done = simulations.get((unit, state))
+            if done is not None:
+                after = done[0].state
+                if exact:
+                    walk.simulated.append((unit, state))
+            else:
+                walk.pending[unit] = state
+                exact = False
+                after = _guessed_after(summary, state, settings, latest.get(unit))
+        state = after
+    walk.state = state
+    return walk
+
+
+def _guessed_after(summary: scan.Summary, state: scan.ScanState, settings: scan.ScanSettings,
+                   previous: tuple[scan.ScanState, _UnitOutcome] | None) -> scan.ScanState:
+    """A guess of the state after a unit not yet simulated from ``state``: its last simulated
+    outcome (``previous``, with the count moved as much as it moved then), else its summary's."""
+    if previous is None:
+        return scan.optimistic_transfer(summary, state, settings)
+    before, outcome = previous
+    return attrs.evolve(outcome.state, count=state.count + outcome.state.count - before.count)
+
+
+@attrs.frozen(eq=False)
+class _Decisions:
+    """The late events of the units the exact walk simulated: how many were dropped and how many
+    moved, and their decisions (``seq``, ``action``, ``time``), one DataFrame per unit."""
+
+    dropped: int
+    adjusted: int
+    records: list[DataFrame]
+
+
+def _decisions(walk: _Walk, simulations: _Simulations) -> _Decisions:
+    """The decisions of the simulations the exact walk used."""
+    used = [(unit, simulations[(unit, state)]) for unit, state in walk.simulated]
+    return _Decisions(
+        dropped=sum(outcome.dropped for _, (outcome, _) in used),
+        adjusted=sum(outcome.adjusted for _, (outcome, _) in used),
+        records=[simulated.filter((F.col("record") == 1) & (F.shiftright(F.col("seq"), scan.PARTITION_BITS) == unit))
+                 for unit, (_, simulated) in used])
+
+
+# --- the CTIs ----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Ctis:
+    """An input's CTIs after its scan: the final one (``scan.NONE``: none), the greatest finite one,
+    and the arrival at which the CTI reached INFINITY (``FLUSHED`` by the flush), or None."""
+
+    final: int
+    finite: int | None
+    reached: int | None = None
+
+    @property
+    def final_cti(self) -> int | None:
+        return None if self.final == scan.NONE else self.final
+
+
+def _ctis(s: _Summarized, walk: _Walk, imported: Imported | None, wanted: Wanted) -> _Ctis:
+    """The input's CTIs: its own after the walk, then the flush's, then those it imports."""
+    final = walk.state.cti
+    ctis = _Ctis(final, None if final in (scan.NONE, INFINITY_MICROS) else final)
+    if final == INFINITY_MICROS and wanted.initial.cti != INFINITY_MICROS:
+        # a CTI row took the input to INFINITY: a union after it needs where, and the greatest
+        # finite CTI before (docs/decisions.md, the horizon on Spark)
+        with phase("scan infinity"):
+            ctis = _Ctis(final, *_reached_infinity(s, walk, wanted.first_position))
+    if wanted.flush:
+        ctis = _Ctis(INFINITY_MICROS, ctis.finite, FLUSHED if ctis.reached is None else ctis.reached)
+    return ctis if imported is None else _with_imported(ctis, imported)
+
+
+def _with_imported(ctis: _Ctis, imported: Imported) -> _Ctis:
+    """``ctis`` with the imported input's: the greater final and finite CTIs, the earlier arrival at
+    INFINITY."""
+    theirs = imported.ingress
+    final, finite, reached = ctis.final, ctis.finite, ctis.reached
+    if theirs.final_cti is not None:
+        final = theirs.final_cti if final == scan.NONE else max(final, theirs.final_cti)
+    # on one arrival clock the imported CTIs are rows of this scan already (and those after this
+    # input's own INFINITY do not count)
+    if theirs.finite_cti is not None and (imported.cti_rows is None or reached is None):
+        finite = theirs.finite_cti if finite is None else max(finite, theirs.finite_cti)
+    if theirs.reached is not None:
+        reached = theirs.reached if reached is None else min(reached, theirs.reached)
+    return _Ctis(final, finite, reached)
+
+
+def _reached_infinity(s: _Summarized, walk: _Walk, first_position: int) -> tuple[int | None, int]:
     """For an input whose CTI rows took its CTI to INFINITY: its greatest finite CTI before (the
     finite CTIs at the same arrival included: they come first) and the arrival of that row (as
     ``late.arrival_of`` numbers it). Only the scan unit where it happened is simulated again."""
-    order = [s["unit"] for s in summaries]
+    order = [u["unit"] for u in s.summaries]
     leaving = {unit: walk.states[after] for unit, after in zip(order, order[1:])}
     leaving[order[-1]] = walk.state
     unit = next(u for u in order if leaving[u].cti == INFINITY_MICROS)
     entering = walk.states[unit]
-    compact = _compact(prepared, b, imports_ctis, with_seq=True)
-    changes = (compact.filter(F.shiftright(F.col("seq"), scan.PARTITION_BITS) == unit)
-               .mapInArrow(_simulate_units({unit: entering}, settings), _SIMULATION_SCHEMA)
+    changes = (s.compact(with_seq=True).filter(F.shiftright(F.col("seq"), scan.PARTITION_BITS) == unit)
+               .mapInArrow(_simulate_units({unit: entering}, s.settings), _SIMULATION_SCHEMA)
                .filter(F.col("record") == 2))
     found = changes.agg(F.max(F.when(F.col("time") != F.lit(INFINITY_MICROS), F.col("time"))).alias("finite"),
                         F.min(F.when(F.col("time") == F.lit(INFINITY_MICROS), F.col("seq"))).alias("seq")).first()
     assert found is not None and found["seq"] is not None
     before = [c for c in (entering.cti, found["finite"]) if c is not None and c not in (scan.NONE, INFINITY_MICROS)]
-    arrival = late.arrival_of(prepared, b.arrival is not None, unit_rows, first_position)
-    row = prepared.filter(F.col(SEQ) == F.lit(found["seq"])).select(arrival.alias("arrival")).first()
+    arrival = s.arrival(first_position).alias("arrival")
+    row = s.prepared.filter(F.col(SEQ) == F.lit(found["seq"])).select(arrival).first()
     assert row is not None
     return (max(before) if before else None), int(row["arrival"])
+
+
+def _cti_steps(s: _Summarized, states: Mapping[int, scan.ScanState]) -> DataFrame:
+    """Every change of this input's CTI, at the arrival of the row after which it happened."""
+    simulated = s.compact(with_seq=True).mapInArrow(_simulate_units(dict(states), s.settings), _SIMULATION_SCHEMA)
+    steps = simulated.filter(F.col("record") == 2).select(F.col("seq").alias("_sq_step_seq"),
+                                                          F.col("time").alias("_sq_step_cti"))
+    arrivals = s.prepared.select(SEQ, ARRIVAL)
+    return (steps.join(arrivals, steps["_sq_step_seq"] == arrivals[SEQ])
+            .select(F.col(ARRIVAL), F.col("_sq_step_cti").alias(START)))
+
+
+# --- the decisions applied, for each input shape --------------------------------------------------
+
+
+def _with_decisions(prepared: DataFrame, decisions: _Decisions) -> DataFrame:
+    """The input's events (and edges) with the scan's decision for each: ``_sq_action`` and
+    ``_sq_moved_to``, null where the event is accepted as it is."""
+    events = prepared.filter(F.col(BAD).isNull() & (F.col(KIND) != scan.CTI))
+    if not decisions.records:
+        return events.withColumn(ACTION, F.lit(None).cast("int")).withColumn(MOVED_TO, F.lit(None).cast("long"))
+    applied = decisions.records[0]
+    for more in decisions.records[1:]:
+        applied = applied.unionByName(more)
+    applied = applied.select(F.col("seq").alias("_sq_d_seq"), F.col("action").alias(ACTION),
+                             F.col("time").alias(MOVED_TO))
+    if decisions.dropped + decisions.adjusted <= BROADCAST_DECISIONS:
+        # the usual case: few late events; joining them to every partition avoids moving the events
+        applied = F.broadcast(applied)
+    return events.join(applied, events[SEQ] == applied["_sq_d_seq"], "left")
+
+
+@attrs.frozen(eq=False)
+class _Accepted:
+    """What an input's events come to, for its shape: ``Ingress.events``, the late events dropped
+    and moved, the end edges found unmatched (bad rows) and the late records of those decided
+    (lazy; None for none)."""
+
+    events: DataFrame
+    dropped: int = 0
+    adjusted: int = 0
+    unmatched: int = 0
+    late: DataFrame | None = None
+
+
+def _accepted_events(s: _Summarized, events: DataFrame, decisions: _Decisions, arrival: Column) -> _Accepted:
+    """An input of INSERTs: the late events dropped, or their starts moved."""
+    records = late.decided_rows(events, arrival, s.payload) if decisions.records else None
+    events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
+    events = events.withColumn(START, F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO))
+                               .otherwise(F.col(START)))
+    return _Accepted(events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *s.payload),
+                     decisions.dropped, decisions.adjusted, late=records)
+
+
+def _with_late_arrival(edges: DataFrame, arrival: Column) -> DataFrame:
+    """An edge's late record is made when its event is decided: its arrival goes with it."""
+    return edges.withColumn(LATE_ARRIVAL, arrival)
+
+
+def _scanned_edges(s: _Summarized, edges: DataFrame) -> _Accepted:
+    """An EDGE input whose caller matches the edges (a streaming step): the scanned edge rows, with
+    the scan's decisions; the step counts and records the events its matching decides."""
+    return _Accepted(edges.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *s.payload, LATE_ARRIVAL))
+
+
+def _matched_edges(s: _Summarized, edges: DataFrame, ctis: _Ctis, persisted: list[DataFrame]) -> _Accepted:
+    """An EDGE input: the end edges matched to their start edges (``match_end_edges``); refuses an
+    unmatched end edge unless bound with ``bad_rows="drop"``. The scan's counts include end edges
+    that turn out unmatched: the matching counts instead."""
+    with phase("edge matching"):
+        matched = match_end_edges(edges, s.payload, ctis.final_cti)
+    persisted.append(matched.persisted)
+    if matched.unmatched and s.b.bad_rows == "error":
+        first = s.prepared.filter(F.col(SEQ) == matched.first_unmatched).select(START, END).first()
+        assert first is not None
+        for df in persisted:
+            df.unpersist()
+        raise _bad_row(s.b, s.prepared, matched.first_unmatched,
+                       f"end edge at {from_micros(first[1])} has no open start edge at "
+                       f"{from_micros(first[0])} with its payload")
+    return _Accepted(matched.events, matched.dropped, matched.adjusted, matched.unmatched,
+                     late.edge_rows(matched.persisted, s.payload))
 
 
 def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInputError:
@@ -442,15 +631,4 @@ def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInput
                          "bind with bad_rows='drop' to drop and count such rows")
 
 
-def _cti_steps(prepared: DataFrame, compact: DataFrame, states: Mapping[int, scan.ScanState],
-               settings: scan.ScanSettings) -> DataFrame:
-    """Every change of this input's CTI, at the arrival of the row after which it happened."""
-    simulated = compact.mapInArrow(_simulate_units(dict(states), settings), _SIMULATION_SCHEMA)
-    steps = simulated.filter(F.col("record") == 2).select(F.col("seq").alias("_sq_step_seq"),
-                                                          F.col("time").alias("_sq_step_cti"))
-    arrivals = prepared.select(SEQ, ARRIVAL)
-    return (steps.join(arrivals, steps["_sq_step_seq"] == arrivals[SEQ])
-            .select(F.col(ARRIVAL), F.col("_sq_step_cti").alias(START)))
-
-
-__all__ = ["Ingress", "run_ingress"]
+__all__ = ["Imported", "Ingress", "Wanted", "run_ingress"]

@@ -19,7 +19,6 @@ from streamql.events import Edge, EdgeKind, Event, Late, Result, Shape, late_ord
 from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
-from streamql.spark.streaming.step import StateStore
 from streamql.spark.base.columns import END, START
 from streamql.spark.ingress.binding import Binding, check_binding
 from streamql.spark.ingress.scan import Ingress
@@ -27,6 +26,7 @@ from streamql.spark.ingress.imports import scan_input, scan_order
 from streamql.spark import operators as _operators  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
+from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.phases import phase
 from streamql.spark.ingress.late import late_frame, late_records, written_columns
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
@@ -325,7 +325,7 @@ class Binder:
         if late_path is not None:
             if not isinstance(late_path, str) or late_path.rstrip("/") == path.rstrip("/"):
                 raise BindingError(f"late_path must be a path other than the output's, got {late_path!r}")
-            if mode == "errorifexists" and StateStore(self._spark, ".").exists(late_path):
+            if mode == "errorifexists" and Files(self._spark).exists(late_path):
                 # before anything is written: a write refused halfway would leave the output alone
                 raise BindingError(f"late_path {late_path!r} already exists (mode='errorifexists')")
         execution = self._execute(q)
@@ -356,19 +356,8 @@ class Binder:
             return {}
         with self._executions(queries, "run_many") as executions:
             # queries grouped by one tag are collected at once, the others one by one
-            grouped: dict[int, list[str]] = {}
-            jobs: list[tuple[list[str], Callable[[], dict[str, Result[Any]]]]] = []
-            for name, execution in executions.items():
-                if execution.tagged is not None:
-                    grouped.setdefault(id(execution.tagged[0]), []).append(name)
-                else:
-                    jobs.append(([name], functools.partial(lambda n, e: {n: _collected(e, output)}, name, execution)))
-            for names in grouped.values():
-                jobs.append((names, functools.partial(_collected_together, {n: executions[n] for n in names}, output)))
-            results: dict[str, Result[Any]] = {}
-            for part in _in_parallel(jobs):
-                results.update(part)
-            return {name: results[name] for name in queries}
+            return _by_group(executions, lambda name, execution: _collected(execution, output),
+                             functools.partial(_collected_together, output=output))
 
     def write_many(self, queries: Mapping[str, Stream[Any]], paths: Mapping[str, str], format: str = "parquet",
                    mode: str = "errorifexists") -> dict[str, Result[Any]]:
@@ -388,57 +377,10 @@ class Binder:
                 options[name] = writer_options(format, q.node.schema, "write")
         if not queries:
             return {}
-
-        def written(name: str, execution: _Execution[Any]) -> Result[Any]:
-            out = _user_columns(execution.released(Shape.INTERVAL), queries[name])
-            out.write.mode(mode).format(format).options(**options[name]).save(paths[name])
-            return execution.result([], [])
-
-        def written_together(names: list[str]) -> dict[str, Result[Any]]:
-            """Queries grouped by one tag, written in one job (partitioned by the tag) whose parts are
-            then renamed to their paths; a query with nothing to write, or whose part cannot be
-            renamed there, is written alone."""
-            first = executions[names[0]]
-            assert first.tagged is not None
-            flow = first.tagged[0]
-            columns = [f.name for f in first.node.schema.fields] + [TAG]
-            out = user_columns(release(flow.frame, flow.cti, Shape.INTERVAL, columns), columns)
-            staging = f"{posixpath.dirname(paths[names[0]].rstrip('/')) or '.'}/.streamql-staging-{uuid.uuid4().hex}"
-            results: dict[str, Result[Any]] = {}
-            try:
-                # one task per query's part: a file each, not one per query and partition of the flow
-                out.repartition(TAG).write.partitionBy(TAG).format(format).options(**options[names[0]]).save(staging)
-                parts = set(files.children(staging))
-                for name in names:
-                    execution = executions[name]
-                    assert execution.tagged is not None
-                    part = f"{TAG}={execution.tagged[1]}"
-                    if part in parts and files.rename(f"{staging}/{part}", paths[name]):
-                        parts.remove(part)
-                        files.write_text(f"{paths[name]}/_SUCCESS", "")  # as a write of its own leaves
-                        results[name] = execution.result([], [])
-                    else:
-                        results[name] = written(name, execution)
-            finally:
-                files.delete(staging)
-            return results
-
-        files = StateStore(self._spark, ".")  # its Hadoop FileSystem helpers: the paths may be on any
+        writes = _Writes(Files(self._spark), paths, format, mode, options)  # the paths may be on any file system
         with self._executions(queries, "write_many") as executions:
-            jobs: list[tuple[list[str], Callable[[], dict[str, Result[Any]]]]] = []
-            grouped: dict[int, list[str]] = {}
-            for name, execution in executions.items():
-                # a query whose path exists is written alone, for its mode to say what happens
-                if execution.tagged is not None and not files.exists(paths[name]):
-                    grouped.setdefault(id(execution.tagged[0]), []).append(name)
-                else:
-                    jobs.append(([name], functools.partial(lambda n, e: {n: written(n, e)}, name, execution)))
-            for names in grouped.values():
-                jobs.append((names, functools.partial(written_together, names)))
-            results: dict[str, Result[Any]] = {}
-            for part in _in_parallel(jobs):
-                results.update(part)
-            return {name: results[name] for name in queries}
+            # a query whose path exists is written alone, for its mode to say what happens
+            return _by_group(executions, writes.alone, writes.together, may_group=writes.is_new)
 
     def start_many(self, queries: Mapping[str, Stream[Any]], *, sinks: Mapping[str, str], checkpoint: str,
                    format: str = "parquet", name: str | None = None) -> RunningQuery[Any]:
@@ -552,6 +494,94 @@ def _in_parallel(jobs: Sequence[tuple[Sequence[str], Callable[[], T]]]) -> list[
             with errors_naming(names):
                 outcomes.append(future.result())
         return outcomes
+
+
+def _by_group(executions: Mapping[str, _Execution[Any]], alone: Callable[[str, _Execution[Any]], Result[Any]],
+              together: Callable[[Mapping[str, _Execution[Any]]], dict[str, Result[Any]]],
+              may_group: Callable[[str], bool] = lambda name: True) -> dict[str, Result[Any]]:
+    """Each query's result (by name, in the order of ``executions``): the queries whose flow is
+    tagged (``_Execution.tagged``) by ``together``, one job per tagged flow, the others (and a
+    tagged one that ``may_group`` refuses) by ``alone``, one job each; ``_in_parallel``.
+
+    >>> _by_group(executions, lambda name, e: _collected(e, output), together)  # doctest: +SKIP
+    """
+    grouped: dict[int, list[str]] = {}
+    jobs: list[tuple[list[str], Callable[[], dict[str, Result[Any]]]]] = []
+    for name, execution in executions.items():
+        if execution.tagged is not None and may_group(name):
+            grouped.setdefault(id(execution.tagged[0]), []).append(name)
+        else:
+            jobs.append(([name], functools.partial(_alone, alone, name, execution)))
+    for names in grouped.values():
+        jobs.append((names, functools.partial(together, {n: executions[n] for n in names})))
+    results: dict[str, Result[Any]] = {}
+    for part in _in_parallel(jobs):
+        results.update(part)
+    return {name: results[name] for name in executions}
+
+
+def _alone(alone: Callable[[str, _Execution[Any]], Result[Any]], name: str,
+           execution: _Execution[Any]) -> dict[str, Result[Any]]:
+    """``alone``'s result for query ``name``, under its name."""
+    return {name: alone(name, execution)}
+
+
+@attrs.frozen
+class _Writes:
+    """How ``write_many`` writes its queries: query ``name`` to ``paths[name]`` in ``format`` with
+    ``mode`` and the writer options ``options[name]``, through ``files``.
+
+    >>> writes = _Writes(Files(spark), {"busy": "/data/busy"}, "parquet", "overwrite", {"busy": {}})  # doctest: +SKIP
+    >>> writes.alone("busy", execution).dropped                                                       # doctest: +SKIP
+    0
+    """
+
+    files: Files = attrs.field(eq=False)
+    paths: Mapping[str, str]
+    format: str
+    mode: str
+    options: Mapping[str, Mapping[str, str]]
+
+    def is_new(self, name: str) -> bool:
+        """Whether query ``name``'s path does not exist yet (only then may it be written with others)."""
+        return not self.files.exists(self.paths[name])
+
+    def alone(self, name: str, execution: _Execution[Any]) -> Result[Any]:
+        """Query ``name``'s released events written to its path in a job of their own; its counts
+        and final CTI."""
+        out = user_columns(execution.released(Shape.INTERVAL), [f.name for f in execution.node.schema.fields])
+        out.write.mode(self.mode).format(self.format).options(**self.options[name]).save(self.paths[name])
+        return execution.result([], [])
+
+    def together(self, executions: Mapping[str, _Execution[Any]]) -> dict[str, Result[Any]]:
+        """Queries grouped by one tag, written in one job (partitioned by the tag) whose parts are
+        then renamed to their paths; a query with nothing to write, or whose part cannot be
+        renamed there, is written alone."""
+        names = list(executions)
+        first = executions[names[0]]
+        assert first.tagged is not None
+        flow = first.tagged[0]
+        columns = [f.name for f in first.node.schema.fields] + [TAG]
+        out = user_columns(release(flow.frame, flow.cti, Shape.INTERVAL, columns), columns)
+        staging = f"{posixpath.dirname(self.paths[names[0]].rstrip('/')) or '.'}/.streamql-staging-{uuid.uuid4().hex}"
+        results: dict[str, Result[Any]] = {}
+        try:
+            # one task per query's part: a file each, not one per query and partition of the flow
+            out.repartition(TAG).write.partitionBy(TAG).format(self.format).options(**self.options[names[0]]) \
+                .save(staging)
+            parts = set(self.files.children(staging))
+            for name, execution in executions.items():
+                assert execution.tagged is not None
+                part = f"{TAG}={execution.tagged[1]}"
+                if part in parts and self.files.rename(f"{staging}/{part}", self.paths[name]):
+                    parts.remove(part)
+                    self.files.write_text(f"{self.paths[name]}/_SUCCESS", "")  # as a write of its own leaves
+                    results[name] = execution.result([], [])
+                else:
+                    results[name] = self.alone(name, execution)
+        finally:
+            self.files.delete(staging)
+        return results
 
 
 def _check_names(what: str, queries: Mapping[str, Any], other: Mapping[str, Any], role: str) -> None:

@@ -40,6 +40,7 @@ from streamql.spark.ingress.late import late_frame, written_columns
 from streamql.spark.ingress.binding import Binding
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
+from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.jobs import counting_jobs
 from streamql.spark.base.schema import spark_type
 from streamql.spark.base.columns import START
@@ -122,6 +123,7 @@ class _Query:
         self.feed = f"{root}/feed" if feed else None
         self.late_sink = None if late_sink is None else late_sink.rstrip("/")
         self.store = StateStore(spark, root)
+        self.files = self.store.files
 
     def previous(self, batch: int, session: SparkSession) -> Carried:
         latest = self.store.latest(before=batch)
@@ -172,14 +174,14 @@ class _Query:
             released = observed.frames[self.output]
             # staged in the sink's hidden ``_staging`` directory, which batch readers skip; written
             # even when empty (the write computes the step), published only when it is not
-            self.store.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
+            self.files.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
                                self.format, f"{self.sink}/_staging", self.options,
                                keep=lambda: observed.rows(self.output) > 0)
             if self.feed is not None:
                 edges = observed.frames[Shape.EDGE]
                 cti = outcome.out_cti
                 # staged outside the feed: its readers list the directory as it grows
-                self.store.publish(feed_columns(edges, cti, payload, batch, self.spark),
+                self.files.publish(feed_columns(edges, cti, payload, batch, self.spark),
                                    f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging",
                                    keep=lambda: cti != carried.state.out_cti or observed.rows(Shape.EDGE) > 0)
             if self.late_sink is not None:
@@ -205,7 +207,7 @@ class _Query:
             metrics = observed_metrics(counted)
             return metrics is not None and int(metrics["rows"]) > 0
 
-        self.store.publish(rows, f"{self.late_sink}/{MICRO_BATCH}={batch}", self.format, f"{self.late_sink}/_staging",
+        self.files.publish(rows, f"{self.late_sink}/{MICRO_BATCH}={batch}", self.format, f"{self.late_sink}/_staging",
                            options, keep=any_rows)
 
 
@@ -419,7 +421,7 @@ def feed_binding(spark: SparkSession, node: nodes.Input) -> Binding | None:
     # the partition column of the feed's directories, named in the schema so that it is one from the
     # start (a feed that is empty when the reader starts would otherwise change schema later)
     fields.append(ST.StructField(MICRO_BATCH, ST.IntegerType()))
-    StateStore(spark, feed).mkdirs(feed)  # the producer may not have released anything yet
+    Files(spark).mkdirs(feed)  # the producer may not have released anything yet
     source = spark.readStream.schema(ST.StructType(fields)).parquet(feed)
     return Binding(node, source, "start", "end", "edge", "kind", "arrival", None, "error")
 
@@ -498,7 +500,7 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
     if late_sink is not None and (not isinstance(late_sink, str) or late_sink.rstrip("/") == sink.rstrip("/")):
         raise BindingError(f"late_sink must be a path other than the sink's, got {late_sink!r}")
     query = _Query(spark, query_name, plan, sink, root, format, options, output, feed, late_sink)
-    if query.store.exists(f"{root}/{_MANY}"):
+    if query.files.exists(f"{root}/{_MANY}"):
         raise BindingError(f"the checkpoint under {root} belongs to queries started with start_many: use a new "
                            "checkpoint")
     runner = _Runner(spark, {query_name: query}, streaming)
@@ -532,11 +534,12 @@ def start_many(spark: SparkSession, bindings: Mapping[str, Binding], queries: Ma
                                       format, options, Shape.INTERVAL, True)
             chosen.update(its)
     store = StateStore(spark, root)
+    files = store.files
     if store.committed():
         raise BindingError(f"the checkpoint under {root} belongs to a query started with start: use a new checkpoint")
     names = sorted(queries)
-    if store.exists(f"{root}/{_MANY}"):
-        before = json.loads(store.read_text(f"{root}/{_MANY}"))
+    if files.exists(f"{root}/{_MANY}"):
+        before = json.loads(files.read_text(f"{root}/{_MANY}"))
         if before != names:
             raise BindingError(f"the checkpoint under {root} belongs to the queries {', '.join(map(repr, before))}; "
                                f"these are {', '.join(map(repr, names))}: start the same queries, or use a new "
@@ -547,8 +550,8 @@ def start_many(spark: SparkSession, bindings: Mapping[str, Binding], queries: Ma
     for query_name, query in each.items():
         with errors_naming([query_name]):
             query.check_checkpoint()  # a checkpoint of other queries, or of finished ones, fails here
-    if not store.exists(f"{root}/{_MANY}"):
-        store.write_text(f"{root}/{_MANY}", json.dumps(names))
+    if not files.exists(f"{root}/{_MANY}"):
+        files.write_text(f"{root}/{_MANY}", json.dumps(names))
     return RunningQuery(running_name, queries, runner, _launch(runner, chosen, checkpoint, running_name, None))
 
 

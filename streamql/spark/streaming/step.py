@@ -20,6 +20,7 @@ carried state under the micro-batch's id, and a repeated step finds them there.
 """
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from typing import Any, Callable, Mapping
@@ -32,7 +33,8 @@ from pyspark.sql import types as T
 
 from streamql.errors import BadInputError
 from streamql.events import Shape
-from streamql.query.nodes import Node, inputs_of
+from streamql.query.esper import LengthBatch
+from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.windows import HoppingWindow, WindowAggregate
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.base.columns import CLOSED, END, HEAD, SEQ, START
@@ -42,8 +44,9 @@ from streamql.spark.ingress.scan import Ingress
 from streamql.spark.ingress.late import edge_rows
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
 from streamql.spark.operators.release import release
+from streamql.spark.runtime.files import Files
 from streamql.spark.windows.esper import batch_offsets
-from streamql.spark.streaming.retention import Floor, counted_batches, floors, offsets_after
+from streamql.spark.streaming.retention import CountedBatch, Floor, counted_batches, floors, offsets_after
 from streamql.spark.windows.hopping import WINDOW, formed_windows, window_members
 from streamql.spark.streaming.partials import PARTIALS, incremental_window, merge_columns, result_columns, \
     row_partials
@@ -311,88 +314,148 @@ def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: 
 
 def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
          final: bool = False, scanned: Mapping[str, Ingress] | None = None) -> Step:
-    late: dict[str, DataFrame] = {}
-    outcome = _step(spark, plan, carried, new, batch, final, scanned, late)
-    return attrs.evolve(outcome, late=late)
-
-
-def _step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, DataFrame], batch: int,
-          final: bool, scanned: Mapping[str, Ingress] | None, late: dict[str, DataFrame]) -> Step:
     """Runs micro-batch ``batch`` (its rows per input in ``new``; an input missing from it had no
-    rows) from ``carried``. ``final``: the run stops here, and inputs with ``flush=True`` get their
-    final INFINITY CTI. ``scanned``: the new rows scanned already (``scan_new_rows``, once for
-    several queries: ``Binder.start_many``); their cached frames are then the caller's to release."""
-    state = carried.state
+    rows) from ``carried``, and returns what the step produces: its releases, how to make the
+    state it carries, and its late records. ``final``: the run stops here, and inputs with
+    ``flush=True`` get their final INFINITY CTI. ``scanned``: the new rows scanned already
+    (``scan_new_rows``, once for several queries: ``Binder.start_many``); their cached frames are
+    then the caller's to release.
+
+    >>> outcome = step(spark, plan, empty_carried(plan), {"readings": rows}, 0)  # doctest: +SKIP
+    >>> outcome.released_now[Shape.INTERVAL].show(); carried = outcome.carried   # doctest: +SKIP
+    """
     read = inputs_of(plan.query)
-    input_rows: dict[str, int] = {}
     persisted: list[DataFrame] = []
     if scanned is None:
-        ingresses = scan_new_rows(spark, plan.bindings, plan.static, {name: state.inputs[name] for name in read},
-                                  new, final)
+        ingresses = scan_new_rows(spark, plan.bindings, plan.static,
+                                  {name: carried.state.inputs[name] for name in read}, new, final)
         persisted += [df for ingress in ingresses.values() for df in ingress.persisted]
     else:
         ingresses = dict(scanned)
-    flows: dict[str, Flow] = {}
-    accepted: dict[str, DataFrame] = {}
-    pending: dict[str, DataFrame] = {}
-    inputs: dict[str, InputState] = {}
-    dropped = adjusted = bad_rows = 0
-    for name, node in read.items():
-        ingress, before = ingresses[name], state.inputs[name]
-        finite = max((c for c in (before.finite_cti, ingress.finite_cti) if c is not None), default=None)
-        cti = ingress.final_cti
-        forever = cti == INFINITY_MICROS
-        fresh = ingress.events
-        still_open: DataFrame | None = None
-        bad_rows += ingress.bad_rows
-        if node.shape is Shape.EDGE:
-            matched = _match_edges(carried.pending.get(name), fresh, [f.name for f in node.schema.fields], batch,
-                                   cti)
-            persisted.append(matched.persisted)
-            if matched.unmatched and plan.bindings[name].bad_rows == "error":
-                raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
-                                    "has no open start edge with its start and payload; bind with bad_rows='drop' "
-                                    "to drop and count such rows")
-            bad_rows += matched.unmatched
-            dropped += matched.dropped
-            adjusted += matched.adjusted
-            assert ingress.late is not None
-            late[name] = ingress.late.unionByName(edge_rows(matched.persisted, [f.name for f in node.schema.fields],
-                                                            F.col(BATCH) == batch, count_open=forever))
-            fresh, still_open = matched.decided, matched.still_open
-            pending[name] = matched.pending
-        else:
-            dropped += ingress.dropped
-            adjusted += ingress.adjusted
-            assert ingress.late is not None
-            late[name] = ingress.late
-        kept = carried.events.get(name)
-        if kept is not None:
-            if forever:  # nothing can end an open event any more
-                kept = kept.withColumn(CLOSED, F.lit(True))
-            fresh = kept.unionByName(fresh)
-        # the plan, the retention floors and the state all read these events: compute them once
-        fresh = fresh.persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(fresh)
-        accepted[name] = fresh
-        events = fresh if still_open is None else fresh.unionByName(still_open)
-        reached = before.reached if before.reached is not None else ingress.reached
-        flows[name] = input_flow(events, cti, finite, reached)
-        inputs[name] = attrs.evolve(before, scan=ingress.state, finite_cti=finite, reached=reached,
-                                    fed=before.fed or name in plan.static, rows=before.rows + ingress.rows)
-        input_rows[name] = ingress.rows
+    inputs = {name: _input_step(plan, name, node, ingresses[name], carried, batch) for name, node in read.items()}
+    persisted += [df for i in inputs.values() for df in i.persisted]
+    flows = {name: i.flow for name, i in inputs.items()}
     window = incremental_window(plan.query)
     if window is not None:
-        def carry_window(partials: DataFrame, out_cti: int | None, counts: Mapping[Shape, int]) -> Carried:
-            new_state = RunState(
-                batch=batch, inputs=inputs, out_floor=out_cti, keep_floor=None, out_cti=out_cti,
-                dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted,
-                bad_rows=state.bad_rows + bad_rows,
-                released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0),
-                flushed=state.flushed or out_cti == INFINITY_MICROS, signature=plan.signature)
-            return Carried(new_state, {}, pending, {}, {PARTIALS: partials})
+        return _window_step(plan, window, carried, batch, inputs, flows, persisted)
+    return _plan_step(plan, carried, batch, inputs, flows, persisted)
 
-        return _window_step(plan, window, carried.partials.get(PARTIALS), flows, input_rows, persisted, carry_window)
+
+# --- the inputs of a step -------------------------------------------------------------------------
+
+@attrs.frozen
+class _Decided:
+    """What a step decides of one input's new rows: the events it accepts now (``events``; of an
+    EDGE input, those whose end edge came), the input's late records and counts in the step and,
+    for an EDGE input, the events still open, the start edges still pending and the matching's
+    cached frame."""
+
+    events: DataFrame = attrs.field(eq=False)
+    late: DataFrame = attrs.field(eq=False)
+    dropped: int
+    adjusted: int
+    bad_rows: int
+    still_open: DataFrame | None = attrs.field(default=None, eq=False)
+    pending: DataFrame | None = attrs.field(default=None, eq=False)
+    persisted: tuple[DataFrame, ...] = attrs.field(default=(), eq=False)
+
+
+def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carried, batch: int) -> _Decided:
+    """Input ``name``'s new rows as ``ingress`` scanned them; an EDGE input's matched with the start
+    edges it carried (``_match_edges``), which fails on an end edge without a start edge unless the
+    input drops bad rows."""
+    assert ingress.late is not None
+    if node.shape is not Shape.EDGE:
+        return _Decided(ingress.events, ingress.late, ingress.dropped, ingress.adjusted, ingress.bad_rows)
+    payload = [f.name for f in node.schema.fields]
+    cti = ingress.final_cti
+    matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti)
+    if matched.unmatched and plan.bindings[name].bad_rows == "error":
+        raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
+                            "has no open start edge with its start and payload; bind with bad_rows='drop' "
+                            "to drop and count such rows")
+    late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,
+                                              count_open=cti == INFINITY_MICROS))
+    return _Decided(matched.decided, late, matched.dropped, matched.adjusted, ingress.bad_rows + matched.unmatched,
+                    matched.still_open, matched.pending, (matched.persisted,))
+
+
+@attrs.frozen
+class _InputStep:
+    """One input the query reads, in a step: what the step decided of its new rows (``decided``),
+    the events accepted so far (``accepted``: the carried ones and those decided now), the flow
+    the plan reads (those and the EDGE events still open, at the input's CTIs), what the run
+    carries of it (``state``) and how many rows the micro-batch had (``rows``)."""
+
+    decided: _Decided
+    accepted: DataFrame = attrs.field(eq=False)
+    flow: Flow = attrs.field(eq=False)
+    state: InputState
+    rows: int
+
+    @property
+    def persisted(self) -> list[DataFrame]:
+        """What the step cached for the input."""
+        return [*self.decided.persisted, self.accepted]
+
+
+def _input_step(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carried, batch: int) -> _InputStep:
+    """Input ``name`` in the step of micro-batch ``batch``: its new rows decided (``_decided``)
+    after the events it carried, with its CTIs after the micro-batch."""
+    before = carried.state.inputs[name]
+    decided = _decided(plan, name, node, ingress, carried, batch)
+    cti = ingress.final_cti
+    accepted = decided.events
+    kept = carried.events.get(name)
+    if kept is not None:
+        if cti == INFINITY_MICROS:  # nothing can end an open event any more
+            kept = kept.withColumn(CLOSED, F.lit(True))
+        accepted = kept.unionByName(accepted)
+    # the plan, the retention floors and the state all read these events: compute them once
+    accepted = accepted.persist(StorageLevel.MEMORY_AND_DISK)
+    events = accepted if decided.still_open is None else accepted.unionByName(decided.still_open)
+    finite = max((c for c in (before.finite_cti, ingress.finite_cti) if c is not None), default=None)
+    reached = before.reached if before.reached is not None else ingress.reached
+    state = attrs.evolve(before, scan=ingress.state, finite_cti=finite, reached=reached,
+                         fed=before.fed or name in plan.static, rows=before.rows + ingress.rows)
+    return _InputStep(decided, accepted, input_flow(events, cti, finite, reached), state, ingress.rows)
+
+
+def _pending(inputs: Mapping[str, _InputStep]) -> dict[str, DataFrame]:
+    """The start edges the EDGE inputs carry on."""
+    return {name: i.decided.pending for name, i in inputs.items() if i.decided.pending is not None}
+
+
+def _run_state(plan: Plan, before: RunState, batch: int, inputs: Mapping[str, _InputStep],
+               states: Mapping[str, InputState], out_cti: int | None, out_floor: Floor, keep_floor: Floor,
+               counts: Mapping[Shape, int]) -> RunState:
+    """The run's state after the step of micro-batch ``batch``: ``before``'s counts plus the
+    inputs' in the step (``inputs``), and the events the first output shape released (``counts``)."""
+    return RunState(
+        batch=batch, inputs=states, out_floor=out_floor, keep_floor=keep_floor, out_cti=out_cti,
+        dropped=before.dropped + sum(i.decided.dropped for i in inputs.values()),
+        adjusted=before.adjusted + sum(i.decided.adjusted for i in inputs.values()),
+        bad_rows=before.bad_rows + sum(i.decided.bad_rows for i in inputs.values()),
+        released=before.released + (counts[plan.shapes[0]] if plan.shapes else 0),
+        flushed=before.flushed or out_cti == INFINITY_MICROS, signature=plan.signature)
+
+
+def _outcome(inputs: Mapping[str, _InputStep], released_now: Mapping[Shape, DataFrame], persisted: list[DataFrame],
+             out_cti: int | None, candidates: DataFrame, releasing: Callable[[Shape, DataFrame], DataFrame],
+             make_carried: Callable[[Least, Mapping[Shape, int]], Carried]) -> Step:
+    """The ``Step`` that releases ``released_now`` (``releasing`` of ``candidates``), with the
+    inputs' rows and late records."""
+    return Step(released_now, {name: i.rows for name, i in inputs.items()}, persisted, out_cti, candidates, releasing,
+                make_carried, {name: i.decided.late for name, i in inputs.items()})
+
+
+# --- a step of the compiled plan ------------------------------------------------------------------
+
+def _plan_step(plan: Plan, carried: Carried, batch: int, inputs: Mapping[str, _InputStep], flows: Mapping[str, Flow],
+               persisted: list[DataFrame]) -> Step:
+    """The step of a query on its events: the compiled plan over the events carried and accepted
+    now (``flows``); each shape releases what the release rule releases minus what it released
+    before."""
     # the length batches whose first events per group earlier steps dropped number the rest from
     # the count dropped (their offsets, carried with the state)
     counted = counted_batches(plan.query)
@@ -400,70 +463,95 @@ def _step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, D
     with batch_offsets(offsets):
         output = compile_node(plan.query, flows)
     out = output.frame.persist(StorageLevel.MEMORY_AND_DISK)
-    persisted.append(out)
     # what ends before the previous output floor may be wrong (its inputs are gone) and was released
-    candidates = out if state.out_floor is None else out.filter(F.col(END) >= F.lit(state.out_floor))
-
-    def releasing(shape: Shape, candidates: DataFrame) -> DataFrame:
-        """What ``shape``'s output releases now: what the release rule releases, minus what was
-        released before."""
-        releasable = release(candidates, output.cti, shape, plan.payload)
-        before_set = carried.released.get(shape.name)
-        return releasable if before_set is None else releasable.exceptAll(before_set)
-
+    floor = carried.state.out_floor
+    candidates = out if floor is None else out.filter(F.col(END) >= F.lit(floor))
+    releasing = functools.partial(_released_again, cti=output.cti, payload=plan.payload, before=carried.released)
     released_now = {shape: releasing(shape, candidates) for shape in plan.shapes}
-
-    def carry(least: Least, counts: Mapping[Shape, int]) -> Carried:
-        # both floors from one pass: the least start of an event not yet stable, and of any event
-        # that a later step computes again (``keep_floor`` from the previous output floor: a little
-        # lower than the new one would give, never too high)
-        unstable, reaching = least
-        out_floor = state.out_floor
-        if output.cti is not None:
-            lowest = output.cti if unstable is None else min(output.cti, int(unstable))
-            out_floor = lowest if out_floor is None else max(out_floor, lowest)
-        keep_floor = state.keep_floor
-        if out_floor is not None:
-            lowest = out_floor if reaching is None else min(out_floor, int(reaching))
-            keep_floor = lowest if keep_floor is None else max(keep_floor, lowest)
-        with batch_offsets(offsets):
-            retention, offsets_now = offsets_after(counted, floors(plan.query, out_floor, flows), flows, offsets)
-        kept = dict(accepted)
-        carried_inputs = dict(inputs)
-        for name in read:
-            floor = retention.get(name)
-            carried_inputs[name] = attrs.evolve(carried_inputs[name], floor=floor)
-            if floor is not None:
-                kept[name] = kept[name].filter(F.col(END) >= F.lit(floor))
-        released_sets: dict[str, DataFrame] = {}
-        for shape, fresh_release in released_now.items():
-            before_set = carried.released.get(shape.name)
-            df = fresh_release if before_set is None else before_set.unionByName(fresh_release)
-            if shape is Shape.INTERVAL and out_floor is not None:
-                # a released interval is computed again only while it ends at or after the output floor
-                df = df.filter(F.col(END) >= F.lit(out_floor))
-            elif shape is not Shape.INTERVAL and keep_floor is not None:
-                # points and edges no longer show their event's end: keep what starts at or after the
-                # earliest start of an event that a later step computes again
-                df = df.filter(F.col(START) >= F.lit(keep_floor))
-            released_sets[shape.name] = df
-        new_state = RunState(
-            batch=batch, inputs=carried_inputs, out_floor=out_floor, keep_floor=keep_floor, out_cti=output.cti,
-            dropped=state.dropped + dropped, adjusted=state.adjusted + adjusted, bad_rows=state.bad_rows + bad_rows,
-            released=state.released + (counts[plan.shapes[0]] if plan.shapes else 0),
-            flushed=state.flushed or output.cti == INFINITY_MICROS, signature=plan.signature)
-        own = {c.name: frame for node, c in counted.items() if (frame := offsets_now[node]) is not None}
-        return Carried(new_state, kept, pending, released_sets, own)
-
-    return Step(released_now, input_rows, persisted, output.cti, candidates, releasing, carry)
+    make_carried = functools.partial(_carried_after_plan, plan=plan, before=carried, batch=batch, inputs=inputs,
+                                     flows=flows, out_cti=output.cti, counted=counted, offsets=offsets,
+                                     released_now=released_now)
+    return _outcome(inputs, released_now, [*persisted, out], output.cti, candidates, releasing, make_carried)
 
 
-def _window_step(plan: Plan, window: WindowAggregate, before: DataFrame | None, flows: Mapping[str, Flow],
-                 input_rows: Mapping[str, int], persisted: list[DataFrame],
-                 carry: Callable[[DataFrame, int | None, Mapping[Shape, int]], Carried]) -> Step:
-    """The step of a hopping or tumbling window on partial aggregates (``streamql.spark.
-    incremental_windows``): ``flows`` hold only the micro-batch's accepted events, ``before`` the
-    partials of the windows still open."""
+def _released_again(shape: Shape, candidates: DataFrame, *, cti: int | None, payload: list[str],
+                    before: Mapping[str, DataFrame]) -> DataFrame:
+    """What ``shape``'s output releases now: what the release rule releases of ``candidates`` at
+    the output CTI ``cti``, minus what was released before (``before``, by shape name)."""
+    releasable = release(candidates, cti, shape, payload)
+    before_set = before.get(shape.name)
+    return releasable if before_set is None else releasable.exceptAll(before_set)
+
+
+def _carried_after_plan(least: Least, counts: Mapping[Shape, int], *, plan: Plan, before: Carried, batch: int,
+                        inputs: Mapping[str, _InputStep], flows: Mapping[str, Flow], out_cti: int | None,
+                        counted: Mapping[LengthBatch, CountedBatch], offsets: Mapping[LengthBatch, DataFrame | None],
+                        released_now: Mapping[Shape, DataFrame]) -> Carried:
+    """What a ``_plan_step`` carries, from the ``Least`` of its output and the counts of what it
+    released: the output floors (``_output_floors``), each input's events ending at or after its
+    retention floor, the released sets (``_released_sets``) and the counted length batches'
+    offsets."""
+    out_floor, keep_floor = _output_floors(before.state, out_cti, least)
+    with batch_offsets(offsets):
+        retention, offsets_now = offsets_after(counted, floors(plan.query, out_floor, flows), flows, offsets)
+    states = {name: attrs.evolve(i.state, floor=retention.get(name)) for name, i in inputs.items()}
+    kept = {name: _ending_from(i.accepted, retention.get(name)) for name, i in inputs.items()}
+    released = _released_sets(released_now, before.released, out_floor, keep_floor)
+    state = _run_state(plan, before.state, batch, inputs, states, out_cti, out_floor, keep_floor, counts)
+    own = {c.name: frame for node, c in counted.items() if (frame := offsets_now[node]) is not None}
+    return Carried(state, kept, _pending(inputs), released, own)
+
+
+def _output_floors(before: RunState, out_cti: int | None, least: Least) -> tuple[Floor, Floor]:
+    """The output floor and the floor of the released sets (``RunState.out_floor``,
+    ``RunState.keep_floor``) after a step whose output CTI is ``out_cti``; neither goes down."""
+    # both floors from one pass: the least start of an event not yet stable, and of any event
+    # that a later step computes again (``keep_floor`` from the previous output floor: a little
+    # lower than the new one would give, never too high)
+    unstable, reaching = least
+    out_floor = before.out_floor
+    if out_cti is not None:
+        lowest = out_cti if unstable is None else min(out_cti, int(unstable))
+        out_floor = lowest if out_floor is None else max(out_floor, lowest)
+    keep_floor = before.keep_floor
+    if out_floor is not None:
+        lowest = out_floor if reaching is None else min(out_floor, int(reaching))
+        keep_floor = lowest if keep_floor is None else max(keep_floor, lowest)
+    return out_floor, keep_floor
+
+
+def _ending_from(events: DataFrame, floor: Floor) -> DataFrame:
+    """The ``events`` ending at or after ``floor`` (all of them without one)."""
+    return events if floor is None else events.filter(F.col(END) >= F.lit(floor))
+
+
+def _released_sets(released_now: Mapping[Shape, DataFrame], before: Mapping[str, DataFrame], out_floor: Floor,
+                   keep_floor: Floor) -> dict[str, DataFrame]:
+    """Per shape (by name), what was released before and now that a later step could compute
+    again."""
+    released: dict[str, DataFrame] = {}
+    for shape, fresh_release in released_now.items():
+        before_set = before.get(shape.name)
+        df = fresh_release if before_set is None else before_set.unionByName(fresh_release)
+        if shape is Shape.INTERVAL and out_floor is not None:
+            # a released interval is computed again only while it ends at or after the output floor
+            df = df.filter(F.col(END) >= F.lit(out_floor))
+        elif shape is not Shape.INTERVAL and keep_floor is not None:
+            # points and edges no longer show their event's end: keep what starts at or after the
+            # earliest start of an event that a later step computes again
+            df = df.filter(F.col(START) >= F.lit(keep_floor))
+        released[shape.name] = df
+    return released
+
+
+# --- a step of a window on partial aggregates -----------------------------------------------------
+
+def _window_step(plan: Plan, window: WindowAggregate, carried: Carried, batch: int, inputs: Mapping[str, _InputStep],
+                 flows: Mapping[str, Flow], persisted: list[DataFrame]) -> Step:
+    """The step of a hopping or tumbling window on partial aggregates
+    (``streamql.spark.streaming.partials``): ``flows`` hold only the micro-batch's accepted events,
+    ``carried.partials`` the partials of the windows still open."""
+    before = carried.partials.get(PARTIALS)
     source = compile_node(window.source, flows)
     spec = window.window
     assert isinstance(spec, HoppingWindow)
@@ -473,7 +561,6 @@ def _window_step(plan: Plan, window: WindowAggregate, before: DataFrame | None, 
     both = fresh if before is None else before.unionByName(fresh)
     # the sink's write computes it, the state's write reads it again
     merged = both.groupBy(*keys, WINDOW).agg(*merge_columns(aggregates)).persist(StorageLevel.MEMORY_AND_DISK)
-    persisted.append(merged)
     formed = formed_windows(spec, merged.select(*keys, WINDOW, *result_columns(aggregates)), keys, source.cti)
     out_cti = spec.output_cti(source.cti)
     output = window_output(window, formed, keys, source, out_cti, spec.output_cti(source.finite_cti))
@@ -481,14 +568,27 @@ def _window_step(plan: Plan, window: WindowAggregate, before: DataFrame | None, 
     # the partials of the windows the CTI has not reached the end of (every other one is released now)
     still_open = merged if cti is None else merged.filter(
         shifted(F.col(WINDOW) * F.lit(spec.hop), spec.size) > F.lit(cti))
-
-    def releasing(shape: Shape, candidates: DataFrame) -> DataFrame:
-        # a window is released once, when the CTI reaches its end: nothing to take away
-        return release(candidates, out_cti, shape, plan.payload)
-
+    # a window is released once, when the CTI reaches its end: nothing to take away
+    releasing = functools.partial(_released_once, cti=out_cti, payload=plan.payload)
     released_now = {shape: releasing(shape, output.frame) for shape in plan.shapes}
-    return Step(released_now, input_rows, persisted, out_cti, output.frame, releasing,
-                lambda least, counts: carry(still_open, out_cti, counts))
+    make_carried = functools.partial(_carried_after_window, plan=plan, before=carried.state, batch=batch,
+                                     inputs=inputs, partials=still_open, out_cti=out_cti)
+    return _outcome(inputs, released_now, [*persisted, merged], out_cti, output.frame, releasing, make_carried)
+
+
+def _released_once(shape: Shape, candidates: DataFrame, *, cti: int | None, payload: list[str]) -> DataFrame:
+    """What ``shape``'s output releases now: what the release rule releases of ``candidates`` at
+    the output CTI ``cti``."""
+    return release(candidates, cti, shape, payload)
+
+
+def _carried_after_window(least: Least, counts: Mapping[Shape, int], *, plan: Plan, before: RunState, batch: int,
+                          inputs: Mapping[str, _InputStep], partials: DataFrame, out_cti: int | None) -> Carried:
+    """What a ``_window_step`` carries: the partials of the windows still open and the start edges
+    pending, no events (the output floor is the output CTI: ``least`` is not needed)."""
+    states = {name: i.state for name, i in inputs.items()}
+    state = _run_state(plan, before, batch, inputs, states, out_cti, out_cti, None, counts)
+    return Carried(state, {}, _pending(inputs), {}, {PARTIALS: partials})
 
 
 # --- persistence ----------------------------------------------------------------------------------
@@ -496,96 +596,45 @@ def _window_step(plan: Plan, window: WindowAggregate, before: DataFrame | None, 
 class StateStore:
     """Carried states under ``root``, one directory per micro-batch (``state-<batch>``), each
     written under a temporary name and renamed when complete: a directory that exists is whole.
-    Files go through Hadoop's FileSystem, so the checkpoint may live on HDFS or an object store
-    as well as on a local disk."""
+    Its files go through ``files`` (Hadoop's FileSystem), so the checkpoint may live on HDFS or an
+    object store as well as on a local disk.
+
+    >>> store = StateStore(spark, "/data/ck/streamql")      # doctest: +SKIP
+    >>> carried, rows = store.commit(outcome.carried)       # doctest: +SKIP
+    >>> store.latest()                                      # doctest: +SKIP
+    0
+    """
 
     def __init__(self, spark: SparkSession, root: str) -> None:
         self._spark = spark
         self.root = root.rstrip("/")
+        self.files = Files(spark)
 
-    # --- Hadoop FileSystem helpers ----------------------------------------------------------
-    def _jvm(self) -> Any:
-        jvm = self._spark._jvm
-        assert jvm is not None
-        return jvm
-
-    def _path(self, path: str) -> Any:
-        return self._jvm().org.apache.hadoop.fs.Path(path)
-
-    def _fs(self, path: str) -> Any:
-        return self._path(path).getFileSystem(self._spark._jsc.hadoopConfiguration())
-
-    def exists(self, path: str) -> bool:
-        return bool(self._fs(path).exists(self._path(path)))
-
-    def mkdirs(self, path: str) -> None:
-        self._fs(path).mkdirs(self._path(path))
-
-    def delete(self, path: str) -> None:
-        self._fs(path).delete(self._path(path), True)
-
-    def rename(self, source: str, target: str) -> bool:
-        fs = self._fs(target)
-        fs.mkdirs(self._path(target).getParent())
-        return bool(fs.rename(self._path(source), self._path(target)))
-
-    def write_text(self, path: str, text: str) -> None:
-        out = self._fs(path).create(self._path(path), True)
-        try:
-            out.write(bytearray(text.encode("utf-8")))
-        finally:
-            out.close()
-
-    def read_text(self, path: str) -> str:
-        stream = self._fs(path).open(self._path(path))
-        try:
-            return str(self._jvm().org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
-        finally:
-            stream.close()
-
-    def children(self, path: str) -> list[str]:
-        if not self.exists(path):
-            return []
-        return [str(s.getPath().getName()) for s in self._fs(path).listStatus(self._path(path))]
-
-    def publish(self, df: DataFrame, target: str, format: str, staging: str,
-                options: Mapping[str, str] | None = None, keep: Callable[[], bool] | None = None) -> bool:
-        """Writes ``df`` to ``target`` whole or not at all: into a temporary directory under
-        ``staging`` (on the same file system, outside what readers of ``target``'s parent list),
-        renamed when complete — unless ``keep`` (asked once written) says no. A ``target`` that
-        exists already (a repeated micro-batch) is kept as it is (``df`` is written all the same:
-        what it observes is wanted); returns whether this call published it."""
-        name = target.rsplit("/", 1)[1]
-        temporary = f"{staging.rstrip('/')}/{name}-{uuid.uuid4().hex}"
-        writer = df.write.format(format).mode("overwrite")
-        for key, value in (options or {}).items():
-            writer = writer.option(key, value)
-        writer.save(temporary)
-        if self.exists(target) or (keep is not None and not keep()) or not self.rename(temporary, target):
-            self.delete(temporary)
-            return False
-        return True
-
-    # --- states ---------------------------------------------------------------------------------
     def _state_dir(self, batch: int) -> str:
         return f"{self.root}/state-{batch:012d}"
 
+    def _meta(self, batch: int) -> Any:
+        """What ``meta.json`` of ``batch``'s state holds: the state, the frames' names and schema."""
+        return json.loads(self.files.read_text(f"{self._state_dir(batch)}/meta.json"))
+
     def committed(self) -> list[int]:
-        return sorted(int(name[len("state-"):]) for name in self.children(self.root) if name.startswith("state-"))
+        """The micro-batches whose states are committed, oldest first."""
+        return sorted(int(name[len("state-"):]) for name in self.files.children(self.root)
+                      if name.startswith("state-"))
 
     def has(self, batch: int) -> bool:
-        return self.exists(self._state_dir(batch))
+        """Whether the state after ``batch`` is committed."""
+        return self.files.exists(self._state_dir(batch))
 
     def state(self, batch: int) -> RunState:
         """The committed state of ``batch`` without its DataFrames."""
-        meta = json.loads(self.read_text(f"{self._state_dir(batch)}/meta.json"))
-        return RunState.from_json(json.dumps(meta["state"]))
+        return RunState.from_json(json.dumps(self._meta(batch)["state"]))
 
     def load(self, batch: int, session: SparkSession | None = None) -> Carried:
         """The committed state of ``batch`` with its DataFrames (read through ``session``, by
         default the store's)."""
         directory = self._state_dir(batch)
-        meta = json.loads(self.read_text(f"{directory}/meta.json"))
+        meta = self._meta(batch)
         state = RunState.from_json(json.dumps(meta["state"]))
         reader = (session or self._spark).read
         frames: dict[str, dict[str, DataFrame]] = {"events": {}, "pending": {}, "released": {}, "partials": {}}
@@ -603,41 +652,51 @@ class StateStore:
         the whole lineage), with the number of rows it holds."""
         batch = carried.state.batch
         target = self._state_dir(batch)
-        rows: int | None = None
-        if not self.exists(target):
-            temporary = f"{self.root}/_tmp-state-{batch:012d}-{uuid.uuid4().hex}"
-            frames = carried.frames()
-            together: DataFrame | None = None
-            for number, df in enumerate(frames.values()):
-                # a frame's rows are a struct column of their own, beside the frame's number
-                part = df.select(F.lit(number).alias(_FRAME), F.struct(*[F.col(c) for c in df.columns])
-                                 .alias(f"{_FRAME}{number}"))
-                together = part if together is None else together.unionByName(part, allowMissingColumns=True)
-            meta: dict[str, Any] = {"state": json.loads(carried.state.to_json()), "frames": list(frames)}
-            if together is not None:
-                counted = Observation()
-                together.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(f"{temporary}/frames")
-                metrics = observed_metrics(counted)
-                rows = 0 if metrics is None else int(metrics["rows"])
-                meta["schema"] = json.loads(together.schema.json())
-            else:
-                rows = 0
-            self.write_text(f"{temporary}/meta.json", json.dumps(meta))
-            if not self.rename(temporary, target):
-                self.delete(temporary)
-                rows = None
+        rows = None if self.files.exists(target) else self._write(carried, target)
         # older states are not needed once a later one is whole; the one before stays for a
         # micro-batch that Spark runs again
         for older in self.committed():
             if older < batch - 1:
-                self.delete(self._state_dir(older))
+                self.files.delete(self._state_dir(older))
         loaded = self.load(batch, carried_session(carried))
         return loaded, loaded.rows() if rows is None else rows
+
+    def _write(self, carried: Carried, target: str) -> int | None:
+        """Writes ``carried`` under a temporary name, renamed ``target`` once whole; the rows it
+        holds, or None if the rename failed (the temporary directory is then deleted)."""
+        temporary = f"{self.root}/_tmp-state-{carried.state.batch:012d}-{uuid.uuid4().hex}"
+        frames = carried.frames()
+        together = _together(list(frames.values()))
+        meta: dict[str, Any] = {"state": json.loads(carried.state.to_json()), "frames": list(frames)}
+        rows = 0
+        if together is not None:
+            counted = Observation()
+            together.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(f"{temporary}/frames")
+            metrics = observed_metrics(counted)
+            rows = 0 if metrics is None else int(metrics["rows"])
+            meta["schema"] = json.loads(together.schema.json())
+        self.files.write_text(f"{temporary}/meta.json", json.dumps(meta))
+        if not self.files.rename(temporary, target):
+            self.files.delete(temporary)
+            return None
+        return rows
 
     def latest(self, before: int | None = None) -> int | None:
         """The last committed micro-batch (before ``before``), or None."""
         batches = [b for b in self.committed() if before is None or b < before]
         return batches[-1] if batches else None
+
+
+def _together(frames: list[DataFrame]) -> DataFrame | None:
+    """``frames`` as one DataFrame, to write in one job (``StateStore.load`` takes them apart):
+    frame ``n``'s rows are a struct column of their own, ``_sq_frame<n>``, beside the frame's
+    number, ``_sq_frame``. None without frames."""
+    together: DataFrame | None = None
+    for number, df in enumerate(frames):
+        part = df.select(F.lit(number).alias(_FRAME), F.struct(*[F.col(c) for c in df.columns])
+                         .alias(f"{_FRAME}{number}"))
+        together = part if together is None else together.unionByName(part, allowMissingColumns=True)
+    return together
 
 
 __all__ = ["BATCH", "Carried", "InputState", "Plan", "RunState", "StateStore", "Step", "empty_carried", "scan_new_rows",

@@ -34,8 +34,8 @@ from streamql.errors import BindingError, errors_naming
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
-from streamql.spark.streaming.step import (Carried, InputState, Plan, StateStore, Step, empty_carried, observed_metrics,
-                                       scan_new_rows, step)
+from streamql.spark.streaming.state import Carried, InputState, StateStore, observed_metrics
+from streamql.spark.streaming.step import Plan, Step, empty_carried, scan_new_rows, step
 from streamql.spark.ingress.late import late_frame, written_columns
 from streamql.spark.ingress.binding import Binding
 from streamql.spark.ingress.scan import Ingress

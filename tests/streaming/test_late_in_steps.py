@@ -15,7 +15,8 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.payload import schema_of
-from streamql.spark.streaming.step import Carried, Plan, Step, empty_carried, step
+from streamql.spark.streaming.state import Carried
+from streamql.spark.streaming.step import Plan, Step, empty_carried, step
 from streamql.spark.ingress.late import late_records
 from support.frames import bind, frame
 from support.incremental import cuts, flushing

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.query import esper
-from streamql.spark.streaming.step import StateStore
+from streamql.spark.streaming.state import StateStore
 from streamql.spark.streaming.retention import CountedBatch, counted_batches
 from support.incremental import StreamInput, run_in_steps
 from support.streams import P, us

@@ -14,7 +14,8 @@ from streamql.payload import sort_key
 from streamql.query import nodes
 from streamql.reference import declared_inputs
 from streamql.reference.inputs import ingest
-from streamql.spark.streaming.step import Carried, Plan, StateStore, empty_carried, step
+from streamql.spark.streaming.state import Carried, StateStore
+from streamql.spark.streaming.step import Plan, empty_carried, step
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.base.columns import END, START

@@ -12,13 +12,12 @@ import attrs
 
 from streamql.errors import ExpressionError
 from streamql.expr.nodes import Expr
-from streamql.payload import PayloadSchema
 from streamql.query.joins import Binary, equality_keys
-from streamql.query.nodes import Unary
+from streamql.query.nodes import Projected, Unary
 
 
 @attrs.frozen(cache_hash=True)
-class AsOfJoin(Binary):
+class AsOfJoin(Projected, Binary):
     """Each left event joined with the right events for which ``on`` holds that have the latest
     start at or before the left event's start (all of them when several share it), at most
     ``within`` microseconds before it (``None``: any distance); the output has the left event's
@@ -38,12 +37,6 @@ class AsOfJoin(Binary):
                 "event is looked up per key")
         if self.within is not None and self.within < 0:
             raise ExpressionError(f"as_of_join needs a within of zero or more, got {self.within} µs")
-
-    @property
-    def schema(self) -> PayloadSchema:
-        schema = self.projection.type.schema
-        assert schema is not None
-        return schema
 
     @property
     def may_be_open(self) -> bool:

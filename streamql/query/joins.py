@@ -11,7 +11,7 @@ import attrs
 from streamql.expr.nodes import Binary as BinaryExpr
 from streamql.expr.nodes import Expr, Param
 from streamql.payload import PayloadSchema
-from streamql.query.nodes import Node
+from streamql.query.nodes import Node, Projected
 from streamql.time import INFINITY_MICROS
 
 
@@ -119,19 +119,13 @@ class Binary(Node):
 
 
 @attrs.frozen(cache_hash=True)
-class Join(Binary):
+class Join(Projected, Binary):
     """Pairs of a left and a right event whose lifetimes overlap and for which ``on`` holds
     (``None``: every overlapping pair); the output lifetime is the intersection and the payload
     ``projection`` of the two payloads."""
 
     on: Expr | None
     projection: Expr
-
-    @property
-    def schema(self) -> PayloadSchema:
-        schema = self.projection.type.schema
-        assert schema is not None
-        return schema
 
     @property
     def may_be_open(self) -> bool:

@@ -43,6 +43,31 @@ class Node:
         return any(s.may_be_open for s in self.sources)
 
 
+def struct_schema(expr: Expr) -> PayloadSchema:
+    """The payload schema an expression builds: a ``select``'s STRUCT (the fluent API checks the
+    kind before it makes a node, so it is there)."""
+    schema = expr.type.schema
+    assert schema is not None
+    return schema
+
+
+class Projected:
+    """A node whose payload is the STRUCT its ``projection`` builds: its ``schema`` is that one.
+    Each such node declares ``projection`` among its own attrs fields, where it stands in the
+    constructor, and names ``Projected`` first among its bases so that this ``schema`` wins.
+
+    >>> Select(source, projection).schema == projection.type.schema  # doctest: +SKIP
+    True
+    """
+
+    __slots__ = ()
+    projection: Expr
+
+    @property
+    def schema(self) -> PayloadSchema:
+        return struct_schema(self.projection)
+
+
 @attrs.frozen(cache_hash=True)
 class Input(Node):
     name: str
@@ -80,16 +105,10 @@ class Where(Unary):
 
 
 @attrs.frozen(cache_hash=True)
-class Select(Unary):
+class Select(Projected, Unary):
     """Maps each payload through ``projection`` (a STRUCT expression)."""
 
     projection: Expr
-
-    @property
-    def schema(self) -> PayloadSchema:
-        schema = self.projection.type.schema
-        assert schema is not None
-        return schema
 
 
 @attrs.frozen(cache_hash=True)

@@ -12,7 +12,7 @@ import attrs
 
 from streamql.expr.nodes import Expr
 from streamql.payload import PayloadSchema
-from streamql.query.nodes import Node, Unary
+from streamql.query.nodes import Node, Projected, Unary, struct_schema
 from streamql.time import INFINITY_MICROS
 
 
@@ -110,7 +110,7 @@ class SessionWindow(WindowSpec):
 
 
 @attrs.frozen(cache_hash=True)
-class WindowAggregate(Unary):
+class WindowAggregate(Projected, Unary):
     """A window operator with its ``select``: one output event per non-empty window (per group
     when ``key`` is given), its payload ``projection`` built from ``Aggregate`` leaves and,
     for grouped windows, the ``GroupKey``."""
@@ -118,12 +118,6 @@ class WindowAggregate(Unary):
     window: WindowSpec
     key: Expr | None
     projection: Expr
-
-    @property
-    def schema(self) -> PayloadSchema:
-        schema = self.projection.type.schema
-        assert schema is not None
-        return schema
 
     def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
         if self.window.cti_depends_on_data:
@@ -171,9 +165,7 @@ class GroupApply(Unary):
 
     @property
     def schema(self) -> PayloadSchema:
-        schema = self.result.type.schema
-        assert schema is not None
-        return schema
+        return struct_schema(self.result)
 
     def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
         # every group sees the same CTIs, so the sub-query's rule applies to the input CTI

@@ -242,7 +242,9 @@ def interval_items(draw: st.DrawFn) -> list[InputItem[Any]]:
 
 
 @st.composite
-def advance_settings(draw: st.DrawFn) -> Optional[sq.AdvanceTimeSettings]:
+def settings_or_none(draw: st.DrawFn) -> Optional[sq.AdvanceTimeSettings]:
+    """No settings half the time; else a delay of -3 to 8 ticks and a CTI every 1 to 4 events or
+    every 1 to 20 ticks (its own spread, not ``support.streams.advance_settings``')."""
     if draw(st.booleans()):
         return None
     delay = timedelta(microseconds=draw(st.integers(-3, 8)))
@@ -269,7 +271,7 @@ def _ctis_before(items: list[InputItem[Any]]) -> dict[int, int]:
 
 
 @settings(deadline=None)  # pure Python, but several runs per example
-@given(interval_items(), advance_settings(), st.sampled_from(list(sq.Shape)))
+@given(interval_items(), settings_or_none(), st.sampled_from(list(sq.Shape)))
 def test_nothing_is_released_at_or_after_the_final_cti(
         items: list[InputItem[Any]], advance_time: Optional[sq.AdvanceTimeSettings], output: sq.Shape) -> None:
     result = run(INTERVALS, *items, advance_time=advance_time, output=output)
@@ -331,7 +333,7 @@ def test_adjust_only_moves_starts_to_a_cti(items: list[InputItem[Any]]) -> None:
 
 
 @settings(deadline=None)  # pure Python, but several runs per example
-@given(interval_items(), advance_settings(), st.integers(-30, 30))
+@given(interval_items(), settings_or_none(), st.integers(-30, 30))
 def test_shift_moves_released_events_and_the_cti(
         items: list[InputItem[Any]], advance_time: Optional[sq.AdvanceTimeSettings], d: int) -> None:
     plain = run(INTERVALS, *items, advance_time=advance_time)

@@ -22,8 +22,8 @@ from support.as_of_cases import CASES, Case, Tick
 from support.frames import bind, frame, imported_after_importer
 from support.depth import examples
 from support.must_release import check_release
-from support.streams import (SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
-                             pipelines, us)
+from support.streams import (SPARK_EXAMPLES, P, build, crowded_inputs, edge_items, inputs, pipelines, side_settings,
+                             us)
 
 
 def spark_run(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any],
@@ -99,16 +99,6 @@ def side(draw: st.DrawFn, name: str) -> tuple[sq.Stream[P], sq.Shape, list[Any],
         q = q.snapshot_window().select(lambda w: P(w.count() % 3, sq.coalesce(w.sum(lambda e: e.v), 0), "w",
                                                    w.min(lambda e: e.o)))
     return source, shape, items, q
-
-
-@st.composite
-def side_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
-    """Mostly flushing settings (most examples then release something), else any."""
-    if draw(st.integers(0, 2)) == 2:
-        return draw(advance_settings())
-    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 4)),
-                                                           delay=us(draw(st.sampled_from([0, 3]))), flush=True),
-                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
 
 
 def pairs(l: P, r: P) -> P:

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.events import InputItem
 from support.frames import bind, frame
+from support.plans import assert_distributed, physical_plan
 from support.seeds import every_event
 from support.streams import P, Tied, build, crowded_inputs, pipelines, tied_payloads, us
 from support.depth import examples
@@ -80,7 +81,7 @@ def esper_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
 
 
 @st.composite
-def advance_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
+def half_flushed_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
     """Flushed or not, half and half (not flushed, stability decides what is released); rarely none."""
     if draw(st.integers(0, 11)) == 0:
         return None
@@ -113,7 +114,7 @@ SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 def test_esper_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     items = data.draw(crowded_inputs(shape), label="items")
-    at = data.draw(advance_settings(), label="settings")
+    at = data.draw(half_flushed_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(esper_queries(source), label="query")
     note(f"query tree: {q.node!r}")
@@ -149,7 +150,7 @@ def comparable_result(result: sq.Result[Any]) -> tuple[Any, ...]:
 def test_order_among_equal_starts_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     items = data.draw(crowded_inputs(shape, tied_payloads), label="items")
-    at = data.draw(advance_settings(), label="settings")
+    at = data.draw(half_flushed_settings(), label="settings")
     source = sq.input("in", Tied, shape)
     op = (data.draw(st.sampled_from(["keep_last", "length_batch"]), label="op"), data.draw(st.integers(1, 4), label="n"))
     q: sq.Stream[Any] = apply_op(source, op)
@@ -321,7 +322,6 @@ def test_withdrawal_length_batch(spark: SparkSession) -> None:
 
 # --- distribution (docs/architecture.md#rules-of-execution-on-spark) ------------------------------
 
-FORBIDDEN = ("SinglePartition", "CartesianProduct", "BroadcastNestedLoopJoin")
 SOURCE = sq.input("in", P, shape=sq.Shape.INTERVAL)
 SETTINGS = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=7, delay=us(4)))
 # 400 events, three or four to a start time, payloads tied too, some differing only by end
@@ -351,9 +351,7 @@ def run_crowded(spark: SparkSession, q: sq.Stream[Any]) -> tuple[sq.Result[Any],
 def test_esper_plan_is_distributed(spark: SparkSession, name: str) -> None:
     df = frame(spark, P, sq.Shape.INTERVAL, CROWDED, partitions=4)
     out = bind(sq.Binder(spark), SOURCE, df, sq.Shape.INTERVAL, SETTINGS).to_dataframe(PLAN_QUERIES[name]())
-    plan = str(out._jdf.queryExecution().executedPlan().toString())
-    for operator in FORBIDDEN:
-        assert operator not in plan, f"{operator} in the plan of the {name} query:\n{plan}"
+    assert_distributed(physical_plan(out), of=f"the {name} query")
 
 
 @pytest.mark.parametrize("ranges", [2, 7])

@@ -5,7 +5,6 @@ only, null keys), advance-time settings (DROP/ADJUST, flush or not, CTI rows, im
 pipelines before and after (windows included) and every output shape give identical Results."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Optional
 
@@ -18,7 +17,7 @@ from streamql.query.nodes import inputs_of
 from support.frames import bind, frame, imported_after_importer
 from support.depth import examples
 from support.must_release import check_release
-from support.streams import P, advance_settings, build, inputs, payloads, pipelines, us
+from support.streams import P, build, inputs, payloads, pipelines, side_settings, us
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LEFT, RIGHT = "left", "right"
@@ -227,18 +226,6 @@ def multi_stream_queries(draw: st.DrawFn, left: sq.Stream[P], right: sq.Stream[P
     elif after == 1:
         q = tumbling_counts(q)
     return q
-
-
-@st.composite
-def side_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
-    """Mostly flushing settings, so that most examples release something; else the shared
-    strategy (no settings, DROP/ADJUST, flush or not)."""
-    # hypothesis tries small draws first: let them give flushing settings
-    if draw(st.integers(0, 2)) == 2:
-        return draw(advance_settings())
-    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 4)),
-                                                           delay=us(draw(st.sampled_from([0, 3]))), flush=True),
-                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
 
 
 def check(spark: SparkSession, data: st.DataObject, around: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -22,8 +22,7 @@ from streamql.spark.ingress import arrival_scan
 from streamql.spark.ingress import scan as ingress
 from streamql.time import to_micros
 from support.frames import bind, frame
-
-FORBIDDEN = ("SinglePartition", "CartesianProduct", "BroadcastNestedLoopJoin")
+from support.plans import assert_distributed, physical_plan
 
 
 @dataclass(frozen=True)
@@ -50,16 +49,6 @@ def late_items(count: int, every: int) -> list[InputItem[Sample]]:
 
 def settings(policy: sq.AdvanceTimePolicy) -> sq.AdvanceTimeSettings:
     return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=2, flush=True), policy=policy)
-
-
-def physical_plan(df: DataFrame) -> str:
-    plan: Any = df._jdf.queryExecution().executedPlan()
-    return str(plan.toString())
-
-
-def assert_distributed(plan: str) -> None:
-    for operator in FORBIDDEN:
-        assert operator not in plan, f"{operator} in the plan:\n{plan}"
 
 
 @contextmanager

@@ -8,7 +8,6 @@ ranges of the timeline, where sessions cross range borders, are in test_session_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Callable, Literal, Optional
 
 from hypothesis import event, given, note, settings
@@ -19,7 +18,7 @@ import streamql as sq
 from support.frames import bind, frame
 from support.depth import examples
 from support.must_release import check_release
-from support.streams import SPARK_EXAMPLES, P, advance_settings, build, edge_items, inputs, pipelines, us
+from support.streams import SPARK_EXAMPLES, P, TimeWeighted, advance_settings, build, edge_items, inputs, pipelines, us
 
 
 @dataclass(frozen=True)
@@ -36,22 +35,6 @@ class Visit:
 class Spent:
     n: int
     weighted: Optional[float]
-
-
-class TimeWeighted(sq.UserAggregate[Optional[int], tuple[int, int], Optional[float]]):
-    """Sum of value × clipped duration over total clipped duration (values skipped when null)."""
-
-    result_type = Optional[float]
-
-    def zero(self) -> tuple[int, int]:
-        return (0, 0)
-
-    def add(self, acc: tuple[int, int], value: Optional[int], start: datetime, end: datetime) -> tuple[int, int]:
-        micros = (end - start) // sq.TICK
-        return acc if value is None else (acc[0] + value * micros, acc[1] + micros)
-
-    def result(self, acc: tuple[int, int]) -> Optional[float]:
-        return None if acc[1] == 0 else acc[0] / acc[1]
 
 
 SELECTS: list[Callable[[sq.Window[P]], Any]] = [

@@ -23,10 +23,10 @@ from support.session_views import (ALL_USERS, ALL_USERS_FLUSHED, PER_USER, PER_U
                                    PER_USER_PIECES_FLUSHED, VIEWS, VIEWS_IN, View, m)
 from support.depth import examples
 from support.must_release import check_release
+from support.plans import assert_distributed, physical_plan
 from support.streams import SPARK_EXAMPLES, P, inputs, us
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1_000_000, flush=True))
-FORBIDDEN = ("SinglePartition", "CartesianProduct", "BroadcastNestedLoopJoin")
 
 
 def run(spark: SparkSession, q: sq.Stream[Any], items: list[InputItem[Any]],
@@ -117,9 +117,7 @@ def samples_binder(spark: SparkSession) -> sq.Binder:
 def test_session_plans_are_distributed(spark: SparkSession, name: str) -> None:
     q = PLANNED[name]
     out = samples_binder(spark).to_dataframe(q)
-    plan = str(out._jdf.queryExecution().executedPlan().toString())
-    for operator in FORBIDDEN:
-        assert operator not in plan, f"{operator} in the plan of the {name} query:\n{plan}"
+    assert_distributed(physical_plan(out), of=f"the {name} query")
     expected = sq.reference.run(q, {"samples": sq.reference.ReferenceInput(ITEMS, SETTINGS)})
     assert len(expected.events) > 10
     assert samples_binder(spark).run(q) == expected

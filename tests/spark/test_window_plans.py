@@ -15,8 +15,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.events import InputItem
 from support.frames import bind, frame
-
-FORBIDDEN = ("SinglePartition", "CartesianProduct", "BroadcastNestedLoopJoin")
+from support.plans import assert_distributed, physical_plan
 
 
 @dataclass(frozen=True)
@@ -68,25 +67,20 @@ QUERIES: dict[str, sq.Stream[Any]] = {
 }
 
 
-def plan_of(spark: SparkSession, q: sq.Stream[Any]) -> str:
+def binder(spark: SparkSession) -> sq.Binder:
     df = frame(spark, Sample, sq.Shape.INTERVAL, ITEMS, partitions=4)
-    out = bind(sq.Binder(spark), SOURCE, df, sq.Shape.INTERVAL, SETTINGS).to_dataframe(q)
-    plan: Any = out._jdf.queryExecution().executedPlan()
-    return str(plan.toString())
+    return bind(sq.Binder(spark), SOURCE, df, sq.Shape.INTERVAL, SETTINGS)
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_window_plan_is_distributed(spark: SparkSession, name: str) -> None:
-    plan = plan_of(spark, QUERIES[name])
-    for operator in FORBIDDEN:
-        assert operator not in plan, f"{operator} in the plan of the {name} query:\n{plan}"
+    assert_distributed(physical_plan(binder(spark).to_dataframe(QUERIES[name])), of=f"the {name} query")
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_window_over_partitions_equals_reference(spark: SparkSession, name: str) -> None:
     q = QUERIES[name]
     expected = sq.reference.run(q, {"samples": sq.reference.ReferenceInput(ITEMS, SETTINGS)})
-    df = frame(spark, Sample, sq.Shape.INTERVAL, ITEMS, partitions=4)
-    actual = bind(sq.Binder(spark), SOURCE, df, sq.Shape.INTERVAL, SETTINGS).run(q)
+    actual = binder(spark).run(q)
     assert len(expected.events) > 20
     assert actual == expected

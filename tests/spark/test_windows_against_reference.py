@@ -4,7 +4,6 @@ and in the reference evaluator (the specification)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Callable, Optional
 
 from hypothesis import HealthCheck, event, given, note, settings
@@ -13,7 +12,7 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.frames import bind, frame
-from support.streams import P, build, inputs, pipelines, us
+from support.streams import P, TimeWeighted, build, inputs, pipelines, us
 from support.depth import examples
 from support.must_release import check_release
 
@@ -33,22 +32,6 @@ class KeyedAgg:
     n: int
     total: Optional[int]
     mixed: Optional[int]
-
-
-class TimeWeighted(sq.UserAggregate[Optional[int], tuple[int, int], Optional[float]]):
-    """Sum of value × clipped duration over total clipped duration (values skipped when null)."""
-
-    result_type = Optional[float]
-
-    def zero(self) -> tuple[int, int]:
-        return (0, 0)
-
-    def add(self, acc: tuple[int, int], value: Optional[int], start: datetime, end: datetime) -> tuple[int, int]:
-        micros = (end - start) // sq.TICK
-        return acc if value is None else (acc[0] + value * micros, acc[1] + micros)
-
-    def result(self, acc: tuple[int, int]) -> Optional[float]:
-        return None if acc[1] == 0 else acc[0] / acc[1]
 
 
 @dataclass(frozen=True)
@@ -141,7 +124,7 @@ def window_queries(draw: st.DrawFn, source: sq.Stream[P], snapshot: bool) -> sq.
 
 
 @st.composite
-def advance_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
+def mostly_flushed_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
     """Mostly flushed, so that most windows are released and compared."""
     if draw(st.integers(0, 3)) == 0:
         generation = sq.AdvanceTimeGeneration(every=us(draw(st.sampled_from([1, 5, 20]))), flush=draw(st.booleans()))
@@ -155,7 +138,7 @@ def advance_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
 def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     items = data.draw(inputs(shape), label="items")
-    at = data.draw(advance_settings(), label="settings")
+    at = data.draw(mostly_flushed_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(window_queries(source, snapshot), label="query")
     note(f"query tree: {q.node!r}")

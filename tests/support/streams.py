@@ -1,9 +1,10 @@
 """Hypothesis strategies shared by the Spark-versus-reference property tests: a payload type,
-random inputs with CTI rows, advance-time settings and pipelines of the one-input operators."""
+random inputs with CTI rows, advance-time settings, pipelines of the one-input operators and a
+user-defined aggregate of the payload."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Callable, Optional
 
 from hypothesis import HealthCheck, settings
@@ -130,6 +131,38 @@ def advance_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
                                               delay=us(draw(st.sampled_from([-1, 0, 3, 10]))),
                                               flush=draw(st.booleans()))
     return sq.AdvanceTimeSettings(generation=generation, policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
+
+
+@st.composite
+def side_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings | None:
+    """One input's settings of a multi-stream query: mostly flushing settings, so that most examples
+    release something; else ``advance_settings`` (no settings, DROP/ADJUST, flush or not)."""
+    # hypothesis tries small draws first: let them give flushing settings
+    if draw(st.integers(0, 2)) == 2:
+        return draw(advance_settings())
+    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=draw(st.integers(1, 4)),
+                                                           delay=us(draw(st.sampled_from([0, 3]))), flush=True),
+                                  policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
+
+
+class TimeWeighted(sq.UserAggregate[Optional[int], tuple[int, int], Optional[float]]):
+    """Sum of value × clipped duration over total clipped duration (values skipped when null): a
+    user-defined aggregate of ``P.o`` that reads the lifetimes.
+
+    >>> w.aggregate(TimeWeighted(), lambda e: e.o)  # doctest: +SKIP
+    """
+
+    result_type = Optional[float]
+
+    def zero(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def add(self, acc: tuple[int, int], value: Optional[int], start: datetime, end: datetime) -> tuple[int, int]:
+        micros = (end - start) // sq.TICK
+        return acc if value is None else (acc[0] + value * micros, acc[1] + micros)
+
+    def result(self, acc: tuple[int, int]) -> Optional[float]:
+        return None if acc[1] == 0 else acc[0] / acc[1]
 
 
 # --- Esper-style lifetimes: crowded start times and payloads -----------------------------------

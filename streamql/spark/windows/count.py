@@ -19,6 +19,7 @@ from streamql.query.windows import CountWindow
 from streamql.spark.base.aggregates import member_aggregates, result_name, value_name
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis, shifted
+from streamql.spark.windows.stability import stable_once_cti_reaches
 from streamql.time import INFINITY_MICROS
 
 ORDINAL, BLOCK, LAST_START = "_sq_ordinal", "_sq_block", "_sq_last_start"
@@ -134,17 +135,12 @@ def count_windows(spec: CountWindow, frame: DataFrame, keys: tuple[str, ...], ag
             nonnull = values[f"_sq_n{i}"]
             total = F.when(nonnull > 0, values[f"_sq_p{i}"])
             results.append((total / nonnull if a.fn == "avg" else total).alias(result_name(i)))
-    start, last_start = F.col(START), F.col(LAST_START)
+    # a window ends one tick after its last start time: it is stable once the CTI is past that
+    start, end = F.col(START), shifted(F.col(LAST_START), 1)
     if group_ctis is not None:
         windows = group_ctis.joined(windows)
-        stable: Column = last_start < F.col(GROUP_CTI)
-    elif cti is None:
-        stable = F.lit(False)
-    elif cti == INFINITY_MICROS:
-        stable = F.lit(True)
-    else:
-        stable = last_start < F.lit(cti)  # filled, and the CTI is past its last start time
-    formed = windows.select(start.alias(START), shifted(last_start, 1).alias(END), stable.alias(CLOSED),
+    stable = stable_once_cti_reaches(end, cti, by_group=group_ctis is not None)
+    formed = windows.select(start.alias(START), end.alias(END), stable.alias(CLOSED),
                             stable.alias(HEAD), *keys, LAST_START, ORDINAL, *results)
     user = [(i, a) for i, a in enumerate(aggregates) if a.fn == "user"]
     if user:

@@ -19,6 +19,7 @@ from streamql.query.windows import HoppingWindow
 from streamql.spark.base.aggregates import member_aggregates
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis, shifted
+from streamql.spark.windows.stability import stable_once_cti_reaches
 from streamql.time import INFINITY_MICROS
 
 WINDOW, FIRST, LAST, CAP = "_sq_window", "_sq_first", "_sq_last", "_sq_cap"
@@ -75,14 +76,7 @@ def formed_windows(spec: HoppingWindow, formed: DataFrame, keys: tuple[str, ...]
     ``by_group``: ``formed`` holds each row's group's CTI (``GROUP_CTI``), finite."""
     start = F.col(WINDOW) * F.lit(spec.hop)
     end = shifted(start, spec.size)
-    if by_group:
-        stable: Column = end <= F.col(GROUP_CTI)
-    elif cti is None:
-        stable = F.lit(False)
-    elif cti == INFINITY_MICROS:
-        stable = F.lit(True)
-    else:
-        stable = end <= F.lit(cti)  # a window is stable once the CTI reaches its end
+    stable = stable_once_cti_reaches(end, cti, by_group)
     names = [n for n in formed.columns if n not in (*keys, WINDOW, GROUP_CTI)]
     return formed.select(start.alias(START), end.alias(END), stable.alias(CLOSED), stable.alias(HEAD),
                          *keys, *names)

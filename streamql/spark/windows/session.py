@@ -39,6 +39,7 @@ from streamql.spark.base.aggregates import member_aggregates, result_name
 from streamql.spark.windows.hopping import floor_div
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis, shifted
+from streamql.spark.windows.stability import stable_once_cti_reaches
 from streamql.spark.windows.snapshot import RANGES_PER_CORE, range_borders, range_of
 from streamql.time import INFINITY_MICROS
 
@@ -152,13 +153,7 @@ def session_windows(spec: SessionWindow, frame: DataFrame, keys: tuple[str, ...]
         session_end = F.col(SESSION_END)
     if group_ctis is not None:
         windows = group_ctis.joined(windows)
-        stable: Column = session_end <= F.col(GROUP_CTI)
-    elif cti is None:
-        stable = F.lit(False)
-    elif cti == INFINITY_MICROS:
-        stable = F.lit(True)
-    else:
-        stable = session_end <= F.lit(cti)  # a session is stable once the CTI reaches its end
+    stable = stable_once_cti_reaches(session_end, cti, by_group=group_ctis is not None)
     own = [F.col(GROUP_CTI)] if group_ctis is not None else []
     formed = windows.select(start.alias(START), end.alias(END), stable.alias(CLOSED), stable.alias(HEAD), *keys,
                             F.col(SESSION), session_end.alias(SESSION_END),

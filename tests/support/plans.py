@@ -1,5 +1,6 @@
-"""Distribution checks on physical plans (DESIGN §6): a bound query's plan never collapses the data
-into one partition and never pairs rows without an equi-join key."""
+"""Distribution checks on physical plans (docs/architecture.md#rules-of-execution-on-spark): a bound
+query's plan never collapses the data into one partition and never pairs rows without an equi-join
+key."""
 from __future__ import annotations
 
 from typing import Any

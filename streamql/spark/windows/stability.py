@@ -1,8 +1,9 @@
 """When a formed window is stable on Spark: the rule hopping, count and session windows share.
 
 A window is stable (``CLOSED`` and ``HEAD``) once the CTI reaches its end: nothing that arrives
-later can start before the CTI, so nothing can join the window (DESIGN §5). Snapshot windows and
-the Esper-style windows, whose stability also hangs on what makes a boundary, have their own rules.
+later can start before the CTI, so nothing can join the window (docs/ctis-and-release.md).
+Snapshot windows and the Esper-style windows, whose stability also hangs on what makes a
+boundary, have their own rules.
 """
 from __future__ import annotations
 

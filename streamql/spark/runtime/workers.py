@@ -144,7 +144,7 @@ def _only_streamql_missing(probe: Probe) -> bool:
 def packed_streamql() -> Path:
     """A zip of the streamql package this driver runs (its ``.py`` files and ``py.typed``), built
     in a temporary directory removed when the process exits (Spark serves the file from there)."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]  # streamql/spark/runtime/workers.py -> streamql/
     scratch = Path(tempfile.mkdtemp(prefix="streamql-ship-"))
     atexit.register(shutil.rmtree, scratch, True)
     target = scratch / "streamql.zip"

@@ -120,13 +120,15 @@ def flushing_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
 def after_windows_in_group_apply(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[P]:
     """``group_apply`` whose sub-query is a session or count window followed by another operator: a
     snapshot or tumbling window, a where, a join or an anti-join with the group's own events (whose
-    CTI is the group's input CTI, not the window's)."""
+    CTI is the group's input CTI, not the window's), or an operator that moves the group's CTI
+    (``shift``, ``alter_lifetime``, ``time_batch``) and a window that reads it."""
     q = build(source, draw(pipelines(), label="pipeline"))
     window = draw(st.sampled_from(["session", "count"]), label="window")
     gap = us(draw(st.integers(1, 20), label="gap"))
     longest = draw(st.one_of(st.none(), st.integers(1, 30)), label="max_duration")
     n = draw(st.integers(1, 3), label="count")
-    after = draw(st.sampled_from(["snapshot", "tumbling", "where", "join", "anti_join"]), label="after")
+    after = draw(st.sampled_from(["snapshot", "tumbling", "where", "join", "anti_join", "shift", "alter_lifetime",
+                                  "time_batch"]), label="after")
     shift = us(draw(st.integers(-10, 10), label="shift"))
 
     def apply(s: sq.Stream[P]) -> sq.Stream[P]:
@@ -138,6 +140,12 @@ def after_windows_in_group_apply(draw: st.DrawFn, source: sq.Stream[P]) -> sq.St
             return windowed.tumbling_window(us(10)).select(_summary)
         if after == "where":
             return windowed.where(lambda e: e.k > 1)
+        if after == "shift":
+            return windowed.shift(shift).snapshot_window().select(_summary)
+        if after == "alter_lifetime":
+            return windowed.alter_lifetime(shift, us(4)).tumbling_window(us(10)).select(_summary)
+        if after == "time_batch":
+            return windowed.time_batch(us(7)).snapshot_window().select(_summary)
         if after == "join":
             return windowed.join(s.shift(shift), lambda l, r: l.v >= r.v, lambda l, r: P(l.k, r.v, r.s, l.o))
         return windowed.anti_join(s.shift(shift), lambda l, r: l.k == r.k)

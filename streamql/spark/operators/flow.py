@@ -70,10 +70,42 @@ class GroupCtis:
         out = rows.join(renamed, same, "left").drop(*[f"_sq_g_{k}" for k in self.keys])
         return out.withColumn(GROUP_CTI, F.coalesce(F.col(GROUP_CTI), F.lit(self.default)).cast("long"))
 
+    def moved(self, rule: Callable[[Column], Column], default: int) -> GroupCtis:
+        """Every group's CTI through an operator's CTI rule: ``rule`` as a column, ``default`` the
+        rule applied to ``self.default`` (a rule that never decreases keeps the frame's groups at
+        or below the default)."""
+        return GroupCtis(self.frame.withColumn(GROUP_CTI, rule(F.col(GROUP_CTI))), default, self.keys)
+
 
 #: one-input operators whose output CTI is their input's (docs/ctis-and-release.md#cti-propagation-through-operators):
 #: a group's CTI passes through
 _SAME_CTI = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.ToPoint, esper.KeepLast, esper.LengthBatch)
+
+
+def _cti_rule(node: nodes.Node) -> Callable[[Column], Column] | None:
+    """The static CTI rule of a one-input operator that moves the CTI (``node.output_cti`` of a
+    finite or INFINITY CTI), as a column expression; None for an operator without one."""
+    if isinstance(node, nodes.AlterLifetime):
+        d = duration_micros(node.start_shift)
+        return lambda c: shifted(c, d)
+    if isinstance(node, esper.TimeBatch):
+        size = node.size
+        # the end of the batch holding the CTI (INFINITY stays)
+        return lambda c: F.when(c == F.lit(INFINITY_MICROS), c).otherwise(shifted(c - F.pmod(c, F.lit(size)), size))
+    return None
+
+
+def _groups_after(node: nodes.Node, groups: GroupCtis | None) -> GroupCtis | None:
+    """Each group's own CTI after ``node``: passed through where its rule is the identity, moved
+    by its rule where it has a static one; else None (the least CTI over the groups, which releases
+    less, never more)."""
+    if groups is None or isinstance(node, _SAME_CTI):
+        return groups
+    rule = _cti_rule(node)
+    default = node.output_cti((groups.default,))
+    if rule is None or default is None:
+        return None
+    return groups.moved(rule, default)
 
 
 @attrs.frozen
@@ -94,11 +126,8 @@ class Flow:
 
     def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
         """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
-        # a group's own CTI passes only where the rule is the identity (elsewhere the least, which
-        # releases less, never more)
-        same = isinstance(node, _SAME_CTI)
         return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
-                    self.reached, self.group_ctis if same else None)
+                    self.reached, _groups_after(node, self.group_ctis))
 
     def cti_column(self) -> Column | None:
         """The CTI of each row's group, on a frame ``with_group_ctis`` made: None where every group's

@@ -104,3 +104,20 @@ def test_late_records_of_edges_in_micro_batches_equal_the_reference(spark: Spark
                                                          flush=True),
                                 policy=data.draw(st.sampled_from(list(sq.AdvanceTimePolicy)), label="policy"))
     check(spark, data, sq.Shape.EDGE, data.draw(edge_items(), label="items"), at)
+
+
+def test_an_open_edge_event_moved_by_adjust_is_recorded_once_even_after_a_cti_at_infinity(
+        spark: SparkSession) -> None:
+    # a start edge moved by ADJUST stays open past a CTI at INFINITY: c's end edge still comes after
+    # it (its record replaces the start edge's), d's never does (recorded by the final step, once)
+    INF = sq.Cti(sq.INFINITY)
+    items: list[Any] = [sq.StartEdge(0, P(1, 1, "a", None)), sq.StartEdge(10, P(2, 2, "b", None)),
+                        sq.StartEdge(5, P(3, 3, "c", None)), sq.StartEdge(3, P(4, 4, "d", None)),
+                        INF, sq.EndEdge(5, 8, P(3, 3, "c", None))]
+    at = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1, flush=True),
+                                policy=sq.AdvanceTimePolicy.ADJUST)
+    source = sq.input("in", P, sq.Shape.EDGE)
+    expected = sq.reference.run(source, {"in": sq.reference.ReferenceInput(items, at)}, late=True).late
+    assert [(r.arrival, r.action, r.kind) for r in expected] == [(3, "adjusted", "START"), (5, "adjusted", "END")]
+    # the CTI at INFINITY in the first micro-batch, c's end edge in the second
+    assert records_in_steps(spark, source, sq.Shape.EDGE, items, at, [0, 5], arrival=False) == expected

@@ -83,7 +83,7 @@ def match_end_edges(rows: DataFrame, payload: Sequence[str], cti: int | None,
 
     A streaming run matches the start edges it carries with a micro-batch's new rows (``new``:
     which rows are new, for the counts of dropped start edges and ignored end edges) and counts
-    an open event (moved, emptied) only once it is final (``count_open=forever``); a batch run
+    an open event (moved, emptied) only in its final step (``count_open``); a batch run
     counts every event."""
     forever = cti == INFINITY_MICROS
     d = decide(rows, payload, order).persist(StorageLevel.MEMORY_AND_DISK)

@@ -174,17 +174,19 @@ def empty_carried(plan: Plan) -> Carried:
 
 
 def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], batch: int,
-                 cti: int | None) -> MatchedEdges:
+                 cti: int | None, final: bool) -> MatchedEdges:
     """``streamql.spark.ingress.edge_matching`` across micro-batches: the carried start edges arrived before
     the new rows, and ``cti`` is the input's CTI after the micro-batch. An event is counted
-    (dropped, moved) in the step that decides it: when its end edge comes, or when a final INFINITY
-    CTI makes it final; an end edge that DROP ignores counts in the micro-batch it arrives in."""
+    (dropped, moved) in the step that decides it: when its end edge comes, or in the run's final
+    step (``final``) if it is still open then — not when the CTI reaches INFINITY: an end edge may
+    still come after that, and under ADJUST its record replaces the start edge's; an end edge that
+    DROP ignores counts in the micro-batch it arrives in."""
     rows = new.withColumn(BATCH, F.lit(batch).cast("long"))
     if carried is not None:
         # (a state written before late records were kept has no arrival column: null there)
         rows = carried.unionByName(rows, allowMissingColumns=True)
     return match_end_edges(rows, payload, cti, order=(BATCH, SEQ), new=F.col(BATCH) == batch,
-                           count_open=cti == INFINITY_MICROS)
+                           count_open=final)
 
 
 def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: frozenset[str],
@@ -227,7 +229,7 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
         persisted += [df for ingress in ingresses.values() for df in ingress.persisted]
     else:
         ingresses = dict(scanned)
-    inputs = {name: _input_step(plan, name, node, ingresses[name], carried, batch) for name, node in read.items()}
+    inputs = {name: _input_step(plan, name, node, ingresses[name], carried, batch, final) for name, node in read.items()}
     persisted += [df for i in inputs.values() for df in i.persisted]
     flows = {name: i.flow for name, i in inputs.items()}
     window = incremental_window(plan.query)
@@ -255,7 +257,8 @@ class _Decided:
     persisted: tuple[DataFrame, ...] = attrs.field(default=(), eq=False)
 
 
-def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carried, batch: int) -> _Decided:
+def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carried, batch: int,
+             final: bool) -> _Decided:
     """Input ``name``'s new rows as ``ingress`` scanned them; an EDGE input's matched with the start
     edges it carried (``_match_edges``), which fails on an end edge without a start edge unless the
     input drops bad rows."""
@@ -264,13 +267,13 @@ def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carr
         return _Decided(ingress.events, ingress.late, ingress.dropped, ingress.adjusted, ingress.bad_rows)
     payload = [f.name for f in node.schema.fields]
     cti = ingress.final_cti
-    matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti)
+    matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti, final)
     if matched.unmatched and plan.bindings[name].bad_rows == "error":
         raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
                             "has no open start edge with its start and payload; bind with bad_rows='drop' "
                             "to drop and count such rows")
     late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,
-                                              count_open=cti == INFINITY_MICROS))
+                                              count_open=final))
     return _Decided(matched.decided, late, matched.dropped, matched.adjusted, ingress.bad_rows + matched.unmatched,
                     matched.still_open, matched.pending, (matched.persisted,))
 
@@ -294,11 +297,12 @@ class _InputStep:
         return [*self.decided.persisted, self.accepted]
 
 
-def _input_step(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carried, batch: int) -> _InputStep:
+def _input_step(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carried, batch: int,
+                final: bool) -> _InputStep:
     """Input ``name`` in the step of micro-batch ``batch``: its new rows decided (``_decided``)
     after the events it carried, with its CTIs after the micro-batch."""
     before = carried.state.inputs[name]
-    decided = _decided(plan, name, node, ingress, carried, batch)
+    decided = _decided(plan, name, node, ingress, carried, batch, final)
     cti = ingress.final_cti
     accepted = decided.events
     kept = carried.events.get(name)

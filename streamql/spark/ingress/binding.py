@@ -107,7 +107,8 @@ def micros(column: Column, dtype: T.DataType) -> Column:
     return F.when(micros > F.lit(MAX_MICROS), F.lit(INFINITY_MICROS)).otherwise(micros)
 
 
-def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool = False) -> DataFrame:
+def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool = False,
+            arrival_sketches: list[tuple[int, list[int]]] | None = None) -> DataFrame:
     """The input as rows in arrival order: ``_sq_seq`` (increasing with arrival), ``_sq_kind``,
     ``_sq_start``/``_sq_end`` in microseconds, ``_sq_bad`` (the reason a row is bad, or null),
     then the payload fields converted to their Spark types.
@@ -115,7 +116,9 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool
     ``cti_rows`` (``_sq_arrival``, ``_sq_start``) are CTIs imported from another input, merged
     into the arrival order. ``partition_order``: number the rows in partition order even though
     the input has an arrival column (the caller has found its arrival values strictly increasing
-    in partition order, so that is their arrival order).
+    in partition order, so that is their arrival order). ``arrival_sketches``: sketches of the
+    arrival values (``arrival_scan.sketch``, with their counts), from which the arrival numbering
+    takes its ranges instead of a quantile job.
     """
     check_binding(b)
     df = b.source
@@ -181,28 +184,35 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool
         )
         rows = rows.unionByName(imported)
     if b.arrival is not None and not partition_order:
-        return _in_arrival_order(rows, [f.name for f in b.node.schema.fields])
+        return _in_arrival_order(rows, [f.name for f in b.node.schema.fields], arrival_sketches)
     # file/partition order: the partition index sits above bit 33 of the id, so each Spark
     # partition is one scan unit
     return rows.withColumn(SEQ, F.monotonically_increasing_id())
 
 
-def _in_arrival_order(rows: DataFrame, payload: list[str]) -> DataFrame:
+def _in_arrival_order(rows: DataFrame, payload: list[str],
+                      sketches: list[tuple[int, list[int]]] | None = None) -> DataFrame:
     """Rows numbered in arrival order: ``_sq_seq`` = (arrival range << 33) | position in the range.
 
-    The ranges come from quantiles of the arrival column fixed once as literals, and positions
-    from a total order (arrival, events before CTIs, then every column), so every job that
-    recomputes this plan numbers every row the same way — which sampling-based range
-    partitioning would not guarantee. No step gathers the input in one partition.
+    The ranges come from quantiles of the arrival column fixed once as literals — taken from
+    ``sketches`` (the summary pass in storage order made them) or else from a quantile job — and
+    positions from a total order (arrival, events before CTIs, then every column), so every job
+    that recomputes this plan numbers every row the same way — which sampling-based range
+    partitioning would not guarantee. The ranges only balance the units: any bounds number the
+    rows in the same order. No step gathers the input in one partition.
     """
     arrival = F.col(ARRIVAL)
     key = arrival_key(rows)
     units = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
     probabilities = [i / units for i in range(1, units)]
-    bounds = sorted(set(rows.select(key.cast("double").alias("k")).approxQuantile("k", probabilities, 0.001)))
     unit = F.lit(0)
-    for bound in bounds:
-        unit = unit + F.when(key.cast("double") >= F.lit(bound), 1).otherwise(0)
+    if sketches is not None:
+        for bound in sorted(set(scan.quantiles(sketches, probabilities))):
+            unit = unit + F.when(key >= F.lit(bound), 1).otherwise(0)
+    else:
+        quantiles = rows.select(key.cast("double").alias("k")).approxQuantile("k", probabilities, 0.001)
+        for fraction in sorted(set(quantiles)):
+            unit = unit + F.when(key.cast("double") >= F.lit(fraction), 1).otherwise(0)
     unit_column = "_sq_unit"
     # at equal arrival values: events (start edges before end edges) before CTIs
     order = [arrival.asc_nulls_first(), F.col(KIND).asc(), F.col(START), F.col(END),

@@ -42,7 +42,8 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("tail_max", T.ArrayType(T.LongType())),
     T.StructField("bad_rows", T.LongType()), T.StructField("first_bad", T.LongType()),
     T.StructField("arrival_increasing", T.BooleanType()), T.StructField("arrival_first", T.LongType()),
-    T.StructField("arrival_last", T.LongType()),
+    T.StructField("arrival_last", T.LongType()), T.StructField("arrival_count", T.LongType()),
+    T.StructField("arrival_sketch", T.ArrayType(T.LongType())),
 ])
 
 #: the summary row's fields that ``scan.Summary`` holds (the row also carries the arrival facts)
@@ -63,6 +64,7 @@ _SUMMARY_ARROW = pa.schema([
     ("max_cti_row", pa.int64()), ("min_checked", pa.int64()), ("locally_certain", pa.bool_()),
     ("tail_max", pa.list_(pa.int64())), ("bad_rows", pa.int64()), ("first_bad", pa.int64()),
     ("arrival_increasing", pa.bool_()), ("arrival_first", pa.int64()), ("arrival_last", pa.int64()),
+    ("arrival_count", pa.int64()), ("arrival_sketch", pa.list_(pa.int64())),
 ])
 
 _SIMULATION_ARROW = pa.schema([
@@ -113,14 +115,19 @@ def _summarize_units(settings: scan.ScanSettings) -> Any:
 
 def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
     """Whether a unit's arrival values increase strictly in partition order (no null), and its
-    first and last: what proves partition order to be arrival order."""
+    first and last: what proves partition order to be arrival order; and a sketch of its arrival
+    values (``scan.sketch``, nulls left out), from which the arrival numbering takes its ranges
+    where that proof fails."""
     if arrivals is None:
-        return {"arrival_increasing": None, "arrival_first": None, "arrival_last": None}
-    if arrivals.is_null().to_numpy(zero_copy_only=False).any():
-        return {"arrival_increasing": False, "arrival_first": None, "arrival_last": None}
-    values = arrivals.to_numpy(zero_copy_only=False).astype(np.int64)
-    return {"arrival_increasing": bool(np.all(values[1:] > values[:-1])),
-            "arrival_first": int(values[0]), "arrival_last": int(values[-1])}
+        return {"arrival_increasing": None, "arrival_first": None, "arrival_last": None,
+                "arrival_count": None, "arrival_sketch": None}
+    null = arrivals.is_null().to_numpy(zero_copy_only=False).astype(bool)
+    present = arrivals.fill_null(0).to_numpy().astype(np.int64)[~null]
+    sketched = {"arrival_count": len(present), "arrival_sketch": scan.sketch(present)}
+    if null.any():
+        return {"arrival_increasing": False, "arrival_first": None, "arrival_last": None, **sketched}
+    return {"arrival_increasing": bool(np.all(present[1:] > present[:-1])),
+            "arrival_first": int(present[0]), "arrival_last": int(present[-1]), **sketched}
 
 
 def _in_partition_order(summaries: list[dict[str, Any]]) -> bool:
@@ -317,12 +324,15 @@ def _summarize(b: Binding, cti_rows: DataFrame | None) -> _Summarized:
     stored: with an arrival column, the summary's pass in partition order also checks that, and
     where it holds the arrival numbering (a shuffle and a sort) is not needed."""
     settings = scan_settings(b.advance_time)
+    sketches = None
     if b.arrival is not None and cti_rows is None:
         stored = _summarized(b, prepare(b, partition_order=True), settings, imports_ctis=False, with_arrival=True)
         if _in_partition_order(stored.summaries):
             return stored
+        # the numbering's ranges from the pass just made, not from a quantile job of their own
+        sketches = [(u["arrival_count"], u["arrival_sketch"]) for u in stored.summaries]
     with phase("arrival order"):
-        prepared = prepare(b, cti_rows)
+        prepared = prepare(b, cti_rows, arrival_sketches=sketches)
     return _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False)
 
 

@@ -25,6 +25,13 @@ TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 #: as ``sq.local_session``: no call-site capture per PySpark call (a query builds hundreds of Columns;
 #: each capture is four more round trips to the JVM)
 NO_DATAFRAME_DEBUGGING = ("spark.python.sql.dataFrameDebugging.enabled", "false")
+#: the test session plans thousands of small queries over a few rows each, once each: it runs them
+#: without adaptive execution (a job per shuffle stage, re-planned after each) and with interpreted
+#: expressions (no Java source generated and compiled per query) — a sixth less time for the Spark
+#: tests here. Neither changes a result (a live query's steps run without adaptive execution in any
+#: session: ``streamql/running.py``); the subprocess groups (local-cluster, the killed and restarted
+#: queries, the examples, ``sq.local_session``'s workers) run with Spark's defaults.
+SMALL_QUERIES = (("spark.sql.adaptive.enabled", "false"), ("spark.sql.codegen.factoryMode", "NO_CODEGEN"))
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +47,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.driver.memory", "2g")
         .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .config(*NO_DATAFRAME_DEBUGGING)
+        .config(map=dict(SMALL_QUERIES))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

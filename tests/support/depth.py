@@ -8,7 +8,8 @@ Two tiers, by pytest's own means:
   ``slow`` (``addopts`` in ``pyproject.toml`` deselects them);
 - the **deep tier** — ``STREAMQL_DEPTH=deep pytest -q -m "slow or hypothesis"``, which ``.ci/run``
   runs after the default tier — runs the ``slow`` tests (restarts, kill -9, local-cluster, the site
-  build, ...) and every property test again at ``DEEP_FACTOR`` times its standard count ``n``.
+  build, ...) and every property test again with the rest of ``DEEP_FACTOR`` times its standard
+  count ``n`` (new random examples: the two tiers together run ``DEEP_FACTOR * n``).
 
 The standard counts are those the suite ran before it had tiers. ``DEEP_FACTOR`` is 1 for now: an
 example costs 1.5-3 s of Spark jobs in one batch run and 10-30 s in micro-batches on two cores, so
@@ -30,8 +31,10 @@ DEEP_FACTOR = 1
 
 
 def examples(n: int, least: int = 2) -> int:
-    """The example count of a property test whose standard count is ``n``: ``DEEP_FACTOR * n`` in
-    the deep tier, ``n // 5`` (at least ``least``) in the default tier; times ``STREAMQL_EXAMPLES``.
-    The micro-batch property tests (10-30 s an example: every step is a Spark query) take
-    ``least=1``."""
-    return MULTIPLIER * (DEEP_FACTOR * n if DEEP else max(least, n // 5))
+    """The example count of a property test whose standard count is ``n``: ``n // 5`` (at least
+    ``least``) in the default tier; in the deep tier, which runs after it, the rest of
+    ``DEEP_FACTOR * n`` (at least one), so that the two tiers together run ``DEEP_FACTOR * n``
+    examples; times ``STREAMQL_EXAMPLES``. The micro-batch property tests (10-30 s an example:
+    every step is a Spark query) take ``least=1``."""
+    default = max(least, n // 5)
+    return MULTIPLIER * (max(1, DEEP_FACTOR * n - default) if DEEP else default)

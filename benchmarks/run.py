@@ -36,6 +36,9 @@ Rows (names for ``--only``, default all):
                    below it, written once partitioned by ``late``
   alter-arrival    as alter, with an explicit arrival column (here in partition order); baseline: the
                    plain filter + projection
+  alter-shuffled   5 M points as alter, the arrival column taken, then the rows spread over the
+                   partitions again (round-robin): out of storage order, so the binder numbers them;
+                   baseline: the plain filter + projection
   as-of            2 M trades x 2 M quotes (points) on 1,000 symbols, a quote 0.3 ms after each trade
                    of its symbol: as_of_join on the symbol (each trade with the latest quote at or
                    before it); baseline: the hand-written as-of join, one window over the union of
@@ -502,6 +505,9 @@ class Case:
     scaling: bool = False  # also time streamql at twice the events
     #: bind an explicit arrival column (``arrival``: the row number, i.e. partition order)
     arrival: bool = False
+    #: the rows are spread over the partitions again after the arrival column is taken (a
+    #: round-robin repartition): the arrival column is out of storage order and gets numbered
+    shuffled: bool = False
     #: the source is cached and materialized before the timed runs (a notebook's reused input)
     cached: bool = False
     #: streamql also writes the late records (``late_path``); the baseline's output has a ``late``
@@ -537,6 +543,9 @@ CASES = [
     Case("alter-arrival", "  as alter, with an explicit arrival column (in partition order; baseline: filter + "
          "projection)", 10_000_000, lambda spark, n, p: readings(spark, n, p, None), alter_query, dropping,
          alter_baseline, Reading, arrival=True),
+    Case("alter-shuffled", "{events} points as alter, arrival column out of storage order (numbered; "
+         "baseline: filter + projection)", 5_000_000, lambda spark, n, p: readings(spark, n, p, None), alter_query,
+         dropping, alter_baseline, Reading, arrival=True, shuffled=True),
     Case("cached-sliding-avg", "{events} points cached, arrival column: grouped sliding avg (baseline: sweep)",
          2_000_000, meters, sliding_avg_query, flushing, sweep_baseline(["meter"]), Reading, tiny_meters,
          arrival=True, cached=True),
@@ -562,10 +571,13 @@ def binding(spark: SparkSession, case: Case, source: DataFrame) -> tuple[sq.Bind
 
 def row_source(spark: SparkSession, case: Case, events: int, partitions: int) -> DataFrame:
     """The row's input: with an ``arrival`` column (the row number: partition order) if the row
-    binds one, cached and materialized if the row says so."""
+    binds one (spread over the partitions again if it says ``shuffled``), cached and materialized
+    if the row says so."""
     source = case.source(spark, events, partitions)
     if case.arrival:
         source = source.withColumn("arrival", F.monotonically_increasing_id())
+        if case.shuffled:
+            source = source.repartition(partitions)
     if case.cached:
         source = source.cache()
         source.count()

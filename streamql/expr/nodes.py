@@ -130,6 +130,18 @@ class GroupKey(Expr):
         return "key"
 
 
+@attrs.frozen(cache_hash=True)
+class Rank(Expr):
+    """An event's rank in its window inside ``top_k``'s ``select`` (its second argument)."""
+
+    def show(self) -> str:
+        return "rank"
+
+
+#: the leaves whose values a projection's caller gives (``leaves`` of the evaluators)
+LEAVES = (Aggregate, GroupKey, Rank)
+
+
 def struct_type(schema: PayloadSchema) -> ValueType:
     return ValueType(Kind.STRUCT, schema=schema)
 

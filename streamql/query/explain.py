@@ -104,8 +104,8 @@ def _to_point(node: nodes.ToPoint) -> str:
     return "to_point()"
 
 
-@describe.register
-def _window(node: windows.WindowAggregate) -> str:
+def _windows_call(node: windows.WindowOperator) -> str:
+    """The calls that form a window operator's windows: ``group_by(...)`` and the window."""
     spec = node.window
     if isinstance(spec, windows.SnapshotWindow):
         call = "snapshot_window()"
@@ -118,8 +118,18 @@ def _window(node: windows.WindowAggregate) -> str:
     else:
         assert isinstance(spec, windows.CountWindow)
         call = f"count_window({spec.n})"
-    grouped = "" if node.key is None else f"group_by({node.key.show()}).{call}"
-    return f"{grouped or call}.select({node.projection.show()})"
+    return call if node.key is None else f"group_by({node.key.show()}).{call}"
+
+
+@describe.register
+def _window(node: windows.WindowAggregate) -> str:
+    return f"{_windows_call(node)}.select({node.projection.show()})"
+
+
+@describe.register
+def _top_k(node: windows.TopK) -> str:
+    order = "" if node.descending else ", descending=False"
+    return f"{_windows_call(node)}.top_k({node.k}, by={node.by.show()}, select={node.projection.show()}{order})"
 
 
 @describe.register
@@ -194,7 +204,7 @@ def cti_rule(node: nodes.Node) -> str:
         return "the end of the batch holding the input CTI"
     if isinstance(node, windows.GroupApply):
         return "the sub-query's rule applied to the input CTI, least over the groups"
-    if isinstance(node, windows.WindowAggregate) and not isinstance(node.window, windows.SnapshotWindow):
+    if isinstance(node, windows.WindowOperator) and not isinstance(node.window, windows.SnapshotWindow):
         if isinstance(node.window, windows.CountWindow):
             return "the first start of the earliest count window not yet stable, or the input CTI if earlier"
         if isinstance(node.window, windows.SessionWindow):

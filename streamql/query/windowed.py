@@ -13,14 +13,14 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, Optional, TypeVar, cast, overload
 
 from streamql.errors import ExpressionError
-from streamql.expr.nodes import Aggregate, Expr, GroupKey, aggregates_of, reads_key
-from streamql.expr.trace import trace, trace_call, wrap
+from streamql.expr.nodes import Aggregate, Expr, GroupKey, Param, Rank, aggregates_of, reads_key, struct_type
+from streamql.expr.trace import param_names, trace, trace_call, wrap
 from streamql.expr.typing_rules import ORDERED
 from streamql.payload import Kind, PayloadSchema, ValueType
 from streamql.query.aggregates import UserAggregate, result_value_type
 from streamql.query.stream import Payload, Stream
-from streamql.query.windows import CountWindow, HoppingWindow, SessionWindow, SnapshotWindow, WindowAggregate, \
-    WindowSpec
+from streamql.query.windows import CountWindow, HoppingWindow, SessionWindow, SnapshotWindow, TopK, \
+    WindowAggregate, WindowSpec
 from streamql.time import TICK, duration_micros
 
 T = TypeVar("T")
@@ -138,8 +138,37 @@ def _projection(f: Callable[..., Any], window: Window[Any], what: str) -> Expr:
     return projection
 
 
+def _top_k(source: Stream[Any], window: WindowSpec, key: Expr | None, k: object, by: object, select: object,
+           descending: object) -> TopK:
+    """The ``TopK`` node of ``top_k``'s arguments, checked: ``k`` a positive int, ``by`` a function of
+    the event giving ordered values, ``select`` a function of the event and its rank building a
+    payload, ``descending`` a bool."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ExpressionError(f"top_k: k must be an int of at least 1 (the events of rank <= k are kept), got {k!r}")
+    if not isinstance(descending, bool):
+        raise ExpressionError(f"top_k: descending must be a bool, got {descending!r}")
+    if not callable(by):
+        raise ExpressionError(f"top_k: by must be a function of the event (e.g. lambda e: e.price), got {by!r}")
+    if not callable(select):
+        raise ExpressionError("top_k: select must be a function of the event and its rank "
+                              f"(e.g. lambda e, rank: Top(e.meter, rank)), got {select!r}")
+    schema = source.node.schema
+    order = trace(by, [schema], "top_k's by")
+    if order.type.kind not in ORDERED:
+        raise ExpressionError(f"top_k: by must give ordered values (numbers, str, bytes, datetime, timedelta, bool, "
+                              f"UUID), got {order.type} ({order.show()})")
+    names = param_names(select, 2, "top_k's select")
+    event = wrap(Param(struct_type(schema), 0, names[0]))
+    projection = trace_call(select, [event, wrap(Rank(ValueType(Kind.INT)))], "top_k's select")
+    if projection.type.kind is not Kind.STRUCT:
+        raise ExpressionError(f"top_k's select must build a payload instance (a dataclass or attrs class), got "
+                              f"{projection.type} ({projection.show()})")
+    return TopK(source.node, window, key, k, order, descending, projection)
+
+
 class Windowed(Generic[T]):
-    """A stream cut into windows; ``select`` aggregates each window into one output event."""
+    """A stream cut into windows; ``select`` aggregates each window into one output event, ``top_k``
+    keeps each window's top events."""
 
     __slots__ = ("_source", "_window")
 
@@ -151,6 +180,18 @@ class Windowed(Generic[T]):
         schema = self._source.node.schema
         projection = _projection(f, Window(schema), f"{self._window} window select")
         return Stream(WindowAggregate(self._source.node, self._window, None, projection))
+
+    def top_k(self, k: int, by: Callable[[T], Any], select: Callable[[T, int], Payload],
+              descending: bool = True) -> Stream[Payload]:
+        """In every window, the events of rank at most ``k`` by ``by`` (largest first unless
+        ``descending=False``; SQL ``RANK``: ties share a rank and all ties at ``k`` are kept; nulls
+        rank after every value), each as an event with the window's lifetime and the payload
+        ``select(event, rank)`` (docs/top-k.md).
+
+        >>> readings.snapshot_window().top_k(3, lambda e: e.consumption,
+        ...                                  lambda e, rank: Top(e.meter, e.consumption, rank))  # doctest: +SKIP
+        """
+        return Stream(_top_k(self._source, self._window, None, k, by, select, descending))
 
 
 class Grouped(Generic[K, T]):
@@ -204,6 +245,17 @@ class GroupedWindowed(Generic[K, T]):
         window: GroupWindow[K, T] = GroupWindow(schema, self._key.type)
         projection = _projection(f, window, f"grouped {self._window} window select")
         return Stream(WindowAggregate(self._source.node, self._window, self._key, projection))
+
+    def top_k(self, k: int, by: Callable[[T], Any], select: Callable[[T, int], Payload],
+              descending: bool = True) -> Stream[Payload]:
+        """In every window of each group, the group's events of rank at most ``k`` by ``by``
+        (``Windowed.top_k`` per group), each as an event with the window's lifetime and the payload
+        ``select(event, rank)`` (docs/top-k.md).
+
+        >>> readings.group_by(lambda e: e.region).tumbling_window(timedelta(hours=1)).top_k(
+        ...     3, lambda e: e.consumption, lambda e, rank: Top(e.meter, e.consumption, rank))  # doctest: +SKIP
+        """
+        return Stream(_top_k(self._source, self._window, self._key, k, by, select, descending))
 
 
 def hopping_spec(op: str, size: object, hop: object) -> HoppingWindow:

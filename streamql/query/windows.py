@@ -110,14 +110,13 @@ class SessionWindow(WindowSpec):
 
 
 @attrs.frozen(cache_hash=True)
-class WindowAggregate(Projected, Unary):
-    """A window operator with its ``select``: one output event per non-empty window (per group
-    when ``key`` is given), its payload ``projection`` built from ``Aggregate`` leaves and,
-    for grouped windows, the ``GroupKey``."""
+class WindowOperator(Unary):
+    """What every operator over windows shares: the windows it forms over its input (per group
+    of ``key`` when given), their lifetimes and stability, and so its CTI rule. Its subclasses say
+    what each window outputs."""
 
     window: WindowSpec
     key: Expr | None
-    projection: Expr
 
     def output_cti(self, input_ctis: tuple[int | None, ...]) -> int | None:
         if self.window.cti_depends_on_data:
@@ -135,6 +134,34 @@ class WindowAggregate(Projected, Unary):
         if isinstance(self.window, SessionWindow):
             return True
         return isinstance(self.window, SnapshotWindow) and self.source.may_be_open
+
+
+@attrs.frozen(cache_hash=True)
+class WindowAggregate(Projected, WindowOperator):
+    """A window operator with its ``select``: one output event per non-empty window (per group
+    when ``key`` is given), its payload ``projection`` built from ``Aggregate`` leaves and,
+    for grouped windows, the ``GroupKey``."""
+
+    projection: Expr
+
+
+@attrs.frozen(cache_hash=True)
+class TopK(Projected, WindowOperator):
+    """Top-k per window (docs/top-k.md): in every window (per group when ``key`` is given) the
+    events are ranked by ``by`` (an expression of the event, ``Param`` 0), largest first unless
+    not ``descending``; nulls rank after every value in both directions. An event's rank is one
+    more than the number of the window's events that rank strictly before it (SQL ``RANK``), and
+    each event of rank at most ``k`` gives an output event with the window's lifetime and the
+    payload ``projection`` (of the event, ``Param`` 0, and its ``Rank``)."""
+
+    k: int
+    by: Expr
+    descending: bool
+    projection: Expr
+
+    def __attrs_post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"top_k needs k of at least 1, got {self.k}")
 
 
 @attrs.frozen(cache_hash=True)

@@ -7,7 +7,7 @@ import decimal
 import operator
 from typing import Any, Callable, Mapping, Sequence
 
-from streamql.expr.nodes import Aggregate, Binary, Call, Construct, Expr, GetField, GroupKey, Literal, Param, Unary
+from streamql.expr.nodes import LEAVES, Binary, Call, Construct, Expr, GetField, Literal, Param, Unary
 from streamql.payload import Kind, ValueType
 
 _WHITESPACE = " \t\n\r\f\v"
@@ -23,8 +23,8 @@ _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
 
 def evaluate(expr: Expr, args: Sequence[Any], leaves: Mapping[Expr, Any] | None = None) -> Any:
     """The value of ``expr`` for the payloads ``args`` (one per lambda parameter); ``leaves`` gives
-    the values of a window projection's aggregates and group key."""
-    if isinstance(expr, (Aggregate, GroupKey)):
+    the values of a window projection's aggregates and group key, and of top_k's rank."""
+    if isinstance(expr, LEAVES):
         if leaves is None or expr not in leaves:
             raise TypeError(f"{expr.show()} has no value here")
         return leaves[expr]

@@ -2,7 +2,8 @@
 
 Each window kind is a function from one group's events to its windows: the window's lifetime,
 its member events (lifetimes clipped to the window) and whether the window is stable. The
-aggregates and the projection then give one output event per window.
+aggregates and the projection then give one output event per window; ``top_k`` ranks the
+members instead and gives one output event per kept member.
 """
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from streamql.expr.nodes import Aggregate, Expr, GroupKey, aggregates_of
-from streamql.payload import value_key
+from streamql.expr.nodes import Aggregate, Expr, GroupKey, Rank, aggregates_of
+from streamql.payload import Kind, ValueType, value_key
 from streamql.query import windows
 from streamql.reference.expressions import evaluate
 from streamql.reference.operators import GROUP, Ev, Flow, bounded, events_of
@@ -216,12 +217,12 @@ def _least_steps(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> tuple[
     return tuple(x if x is None or y is None else min(x, y) for x, y in zip(a, b))
 
 
-def _window_flow(node: windows.WindowAggregate, source: Flow) -> Flow:
+def formed_windows(node: windows.WindowOperator, source: Flow) -> tuple[list[tuple[Any, Formed]], tuple[int | None, ...]]:
+    """Every window of every group of ``node`` over ``source`` — each with its group's key value
+    (None without a key) — and the operator's output CTI at every step."""
     spec, cti = node.window, source.cti
-    aggregates = aggregates_of(node.projection)
-    key_leaf = GroupKey(node.key.type) if node.key is not None else None
     horizon = _horizon(source)
-    events: list[Ev] = []
+    found: list[tuple[Any, Formed]] = []
     if spec.cti_depends_on_data:
         output_ctis = source.ctis
     else:
@@ -238,17 +239,57 @@ def _window_flow(node: windows.WindowAggregate, source: Flow) -> Flow:
             assert isinstance(spec, windows.CountWindow)
             formed, group_ctis = counted(spec, group, source.ctis)
             output_ctis = _least_steps(output_ctis, group_ctis)
-        for w in formed:
-            leaves: dict[Expr, Any] = {a: aggregate(a, w.members) for a in aggregates}
-            if key_leaf is not None:
-                leaves[key_leaf] = key_value
-            events.append(Ev(w.start, w.end, evaluate(node.projection, [], leaves), w.stable, w.head_stable))
+        found.extend((key_value, w) for w in formed)
+    return found, output_ctis
+
+
+def _window_flow(node: windows.WindowAggregate, source: Flow) -> Flow:
+    aggregates = aggregates_of(node.projection)
+    key_leaf = GroupKey(node.key.type) if node.key is not None else None
+    formed, output_ctis = formed_windows(node, source)
+    events: list[Ev] = []
+    for key_value, w in formed:
+        leaves: dict[Expr, Any] = {a: aggregate(a, w.members) for a in aggregates}
+        if key_leaf is not None:
+            leaves[key_leaf] = key_value
+        events.append(Ev(w.start, w.end, evaluate(node.projection, [], leaves), w.stable, w.head_stable))
     return Flow(events, output_ctis)
 
 
 @events_of.register
 def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) -> Flow:
     return _window_flow(node, events_of(node.source, env))
+
+
+def ranked(node: windows.TopK, members: list[Ev]) -> list[tuple[Ev, int]]:
+    """The members of rank at most ``k`` with their ranks: a member's rank is one more than the
+    number of members whose ``by`` value ranks strictly before its own (SQL ``RANK``)."""
+    values = [evaluate(node.by, [m.payload]) for m in members]
+    ranks = [1 + sum(ranks_before(other, value, node.descending) for other in values) for value in values]
+    return [(m, rank) for m, rank in zip(members, ranks) if rank <= node.k]
+
+
+def ranks_before(a: Any, b: Any, descending: bool) -> bool:
+    """Whether the value ``a`` ranks strictly before ``b``: the greater first when ``descending``,
+    else the lesser; a null ranks after every value, in both directions, and nulls tie; NaN is
+    greater than every other float and equal to itself (Spark's order; decisions.md)."""
+    if a is None:
+        return False
+    if b is None:
+        return True
+    x, y = _nan_greatest(a), _nan_greatest(b)
+    return bool(x > y) if descending else bool(x < y)
+
+
+@events_of.register
+def _top_k(node: windows.TopK, env: Mapping[str, Flow]) -> Flow:
+    formed, output_ctis = formed_windows(node, events_of(node.source, env))
+    rank_leaf = Rank(ValueType(Kind.INT))
+    # each kept event takes its window's lifetime and stability: the window's members, and so the
+    # ranks, are final exactly when the window is
+    events = [Ev(w.start, w.end, evaluate(node.projection, [m.payload], {rank_leaf: rank}), w.stable, w.head_stable)
+              for _, w in formed for m, rank in ranked(node, w.members)]
+    return Flow(events, output_ctis)
 
 
 @events_of.register

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from streamql.expr.nodes import Aggregate, Binary, Call, Construct, Expr, GetField, GroupKey, Literal, Param, Unary
+from streamql.expr.nodes import LEAVES, Binary, Call, Construct, Expr, GetField, Literal, Param, Unary
 from streamql.payload import Kind, ValueType
 from streamql.spark.base.schema import cast_type, spark_type
 from streamql.time import to_micros
@@ -25,8 +25,8 @@ _WHITESPACE = " \t\n\r\f\v"
 
 def compile_expr(expr: Expr, resolve: FieldResolver, leaves: Mapping[Expr, Column] | None = None) -> Column:
     """The Spark Column computing ``expr`` (scalars and nested payloads alike); ``leaves`` gives the
-    columns holding a window projection's aggregates and group key."""
-    if isinstance(expr, (Aggregate, GroupKey)):
+    columns holding a window projection's aggregates and group key, and top_k's rank."""
+    if isinstance(expr, LEAVES):
         if leaves is None or expr not in leaves:
             raise TypeError(f"{expr.show()} has no column here")
         return leaves[expr]

@@ -47,13 +47,15 @@ def short_name(node: nodes.Node) -> str:
     """An operator as the gutter of the plan names it: its fluent method."""
     if isinstance(node, nodes.Input):
         return f"input {node.name!r}"
-    if isinstance(node, windows.WindowAggregate):
+    if isinstance(node, windows.WindowOperator):
         spec = node.window
         if isinstance(spec, windows.HoppingWindow):
-            return "tumbling_window" if spec.size == spec.hop else "hopping_window"
-        if isinstance(spec, windows.SessionWindow):
-            return "session_window"
-        return "snapshot_window" if isinstance(spec, windows.SnapshotWindow) else "count_window"
+            name = "tumbling_window" if spec.size == spec.hop else "hopping_window"
+        elif isinstance(spec, windows.SessionWindow):
+            name = "session_window"
+        else:
+            name = "snapshot_window" if isinstance(spec, windows.SnapshotWindow) else "count_window"
+        return f"{name}.top_k" if isinstance(node, windows.TopK) else name
     return describe(node).split("(")[0].split(" ")[0]
 
 

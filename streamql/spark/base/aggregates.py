@@ -5,7 +5,8 @@ windows for user-defined aggregates).
 Built-ins are Spark's own aggregate functions. A user-defined aggregate gathers its window's
 ``(start, end, value)`` triples on the executors, sorts them (the reference evaluator's order:
 start, end, value with nulls first) and folds them in an Arrow-optimised Python UDF, one call per
-window.
+window. ``top_k`` gathers its window's members the same way (the internal aggregate ``MEMBERS``:
+the array of the members' values, in no order) and ranks them with array functions.
 """
 from __future__ import annotations
 
@@ -21,6 +22,16 @@ from streamql.payload import Kind
 from streamql.spark.base.expressions import compile_expr
 from streamql.spark.base.schema import spark_type
 from streamql.time import from_micros
+
+
+#: the internal aggregate whose value is the array of a window's member values (``top_k``)
+MEMBERS = "members"
+
+
+def gathers(a: Aggregate) -> bool:
+    """Whether an aggregate needs every member's value in one place: user-defined aggregates and
+    ``MEMBERS`` (every window kind gathers them where it gathers a user aggregate's)."""
+    return a.fn in ("user", MEMBERS)
 
 
 def value_name(index: int) -> str:
@@ -58,6 +69,8 @@ def member_aggregates(indexed: Sequence[tuple[int, Aggregate]], start: Column, e
         elif a.fn == "user":
             column = fold_user_aggregate(a, F.collect_list(F.struct(start.alias("s"), end.alias("e"),
                                                                     transferable(a, value).alias("v"))))
+        elif a.fn == MEMBERS:  # the value is a struct, never null: collect_list keeps every member
+            column = F.collect_list(value)
         else:
             raise ValueError(f"unknown aggregate {a.fn!r}")
         columns.append(column.alias(result_name(i)))

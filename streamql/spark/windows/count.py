@@ -5,7 +5,7 @@ the start times numbered ``i .. i+n-1``. Built-in aggregates never expand an eve
 windows: per start time the events are aggregated once, and a window's value combines a suffix
 of one block of ``n`` start times with a prefix of the next (van Herk / Gil-Werman), so the work
 is linear in the input whatever ``n`` is, and every step is partitioned by (group, block).
-User-defined aggregates see their members, so for them each event joins its ``n`` windows.
+User-defined aggregates (and ``top_k``) see their members, so for them each event joins its ``n`` windows.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Aggregate
 from streamql.query.windows import CountWindow
-from streamql.spark.base.aggregates import member_aggregates, result_name, value_name
+from streamql.spark.base.aggregates import gathers, member_aggregates, result_name, value_name
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis, shifted
 from streamql.spark.windows.stability import stable_once_cti_reaches
@@ -142,7 +142,7 @@ def count_windows(spec: CountWindow, frame: DataFrame, keys: tuple[str, ...], ag
     stable = stable_once_cti_reaches(end, cti, by_group=group_ctis is not None)
     formed = windows.select(start.alias(START), end.alias(END), stable.alias(CLOSED),
                             stable.alias(HEAD), *keys, LAST_START, ORDINAL, *results)
-    user = [(i, a) for i, a in enumerate(aggregates) if a.fn == "user"]
+    user = [(i, a) for i, a in enumerate(aggregates) if gathers(a)]
     if user:
         formed = _with_user_aggregates(formed, frame, numbered, keys, user, n)
     formed = formed.drop(LAST_START, ORDINAL)

@@ -44,13 +44,20 @@ def horizon(source: Flow) -> Column:
     return latest
 
 
-def window_input(node: windows.WindowAggregate, source: Flow) -> tuple[DataFrame, tuple[str, ...], list[Aggregate]]:
-    """A window's input rows (lifetime, the key columns, one value column per aggregate), its key
-    columns (the source's, then the window's own key) and its aggregates."""
+def window_rows(node: windows.WindowOperator, source: Flow) -> tuple[DataFrame, tuple[str, ...]]:
+    """The source's rows with the window's own key column (grouped windows), and the key columns
+    the windows are formed per: the source's, then the window's own."""
     frame, keys = source.frame, source.keys
     if node.key is not None:
         keys = keys + (key_name(len(keys)),)
         frame = frame.withColumn(keys[-1], compile_expr(node.key, by_name))
+    return frame, keys
+
+
+def window_input(node: windows.WindowAggregate, source: Flow) -> tuple[DataFrame, tuple[str, ...], list[Aggregate]]:
+    """A window's input rows (lifetime, the key columns, one value column per aggregate), its key
+    columns (the source's, then the window's own key) and its aggregates."""
+    frame, keys = window_rows(node, source)
     aggregates = aggregates_of(node.projection)
     return frame.select(*LIFETIME, *keys, *value_columns(aggregates, by_name)), keys, aggregates
 
@@ -69,10 +76,12 @@ def window_output(node: windows.WindowAggregate, formed: DataFrame, keys: tuple[
     return Flow(out, cti, finite, source.keys, source.reached, group_ctis)
 
 
-@compile_node.register
-def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) -> Flow:
-    source = compile_node(node.source, env)
-    frame, keys, aggregates = window_input(node, source)
+def formed_windows(node: windows.WindowOperator, source: Flow, frame: DataFrame, keys: tuple[str, ...],
+                   aggregates: list[Aggregate]) -> tuple[DataFrame, int | None, int | None, GroupCtis | None]:
+    """The windows of ``node`` over ``frame`` (``source``'s rows with the key columns ``keys`` and a
+    value column per aggregate): one row per non-empty window per group (lifetime, stability flags,
+    keys, one column per aggregate), and the output CTI, the greatest finite output CTI and, inside
+    ``group_apply``, each group's output CTI."""
     spec = node.window
     cti, finite = source.cti, source.finite_cti
     groups = None
@@ -98,6 +107,14 @@ def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) ->
     else:
         assert isinstance(spec, windows.CountWindow)
         formed, cti, groups = count_windows(spec, frame, keys, aggregates, cti, source.keys, source.group_ctis)
+    return formed, cti, finite, groups
+
+
+@compile_node.register
+def _window_aggregate(node: windows.WindowAggregate, env: Mapping[str, Flow]) -> Flow:
+    source = compile_node(node.source, env)
+    frame, keys, aggregates = window_input(node, source)
+    formed, cti, finite, groups = formed_windows(node, source, frame, keys, aggregates)
     return window_output(node, formed, keys, source, cti, finite, groups)
 
 

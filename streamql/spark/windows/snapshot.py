@@ -20,7 +20,8 @@ window is ungrouped — as one chain of operators over one shuffle of *endpoint 
    level with its ancestor ``(L, k >> L)``. Nothing is paired without a key, and no event is
    spread over all the intervals it covers.
 3. User-defined aggregates need every member's value: their events are spread over the intervals
-   they cover and each interval's values are folded (``aggregates.fold_user_aggregate``).
+   they cover and each interval's values are folded (``aggregates.fold_user_aggregate``);
+   ``top_k`` takes an interval's values as they are gathered (``aggregates.MEMBERS``).
 4. One aggregation per (partition, interval) gathers the interval, its min/max and its members.
 
 An ungrouped window still uses every core: *borders* (approximate quantiles of the starts) cut the
@@ -53,7 +54,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamql.expr.nodes import Aggregate
-from streamql.spark.base.aggregates import transferable, fold_user_aggregate, result_name, value_name
+from streamql.spark.base.aggregates import MEMBERS, fold_user_aggregate, gathers, result_name, transferable, \
+    value_name
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis
 from streamql.time import INFINITY_MICROS, MAX_MICROS
@@ -207,7 +209,7 @@ def _sweep(pieces: DataFrame, frame: DataFrame, aggregates: Sequence[Aggregate],
              if a.arg is not None}
     tallies = _tallies(aggregates, types)
     extremes = [i for i, a in enumerate(aggregates) if a.fn in ("min", "max")]
-    users = [i for i, a in enumerate(aggregates) if a.fn == "user"]
+    users = [i for i, a in enumerate(aggregates) if gathers(a)]
     values = [value_name(i) for i in extremes + users]
     ranged = borders is not None
     indexed = bool(extremes or users)
@@ -352,7 +354,7 @@ def _endpoint_rows(pieces: DataFrame, aggregates: Sequence[Aggregate],
         signed = F.when(role == _STARTS, tally).when(role == _ENDS, -tally).otherwise(F.lit(0).cast(dtype))
         columns.append(signed.cast(dtype).alias(name))
     for i, a in enumerate(aggregates):
-        if a.fn in ("min", "max", "user"):
+        if a.fn in ("min", "max") or gathers(a):
             columns.append(F.when(role == _STARTS, F.col(value_name(i))).alias(value_name(i)))
     return rows.select(*columns)
 
@@ -434,7 +436,7 @@ def _items(owned: Column, aggregates: Sequence[Aggregate], ranged: bool) -> Colu
     parts = [F.when(owned, intervals).otherwise(none)]
     if with_extremes:
         parts.append(F.when(start, _cover()).otherwise(none))
-    if any(a.fn == "user" for a in aggregates):
+    if any(gathers(a) for a in aggregates):
         covered = F.sequence(F.col(_FROM), F.col(_TO) - F.lit(1))
         parts.append(F.when(start, F.transform(covered, lambda k: _item(_MEMBER, k))).otherwise(none))
     if ranged:
@@ -485,7 +487,7 @@ def _gathered(items: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], a
                *[_extreme(aggregates[i].fn, F.when(interval, F.col(_extreme_name(i)))).alias(_extreme_name(i))
                  for i in extremes]]
     if users:
-        values = F.struct(*[transferable(aggregates[i], F.col(_VALUES)[value_name(i)]).alias(f"v{i}") for i in users])
+        values = F.struct(*[_gatherable(aggregates[i], F.col(_VALUES)[value_name(i)]).alias(f"v{i}") for i in users])
         # the struct keeps null values, which collect_list would skip
         columns.append(F.collect_list(F.when(kind == _MEMBER, values)).alias(_MEMBERS))
     if ranged:
@@ -498,6 +500,11 @@ def _gathered(items: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], a
     time, unstable = F.col(f"{_NOTICE_OF}_time"), F.col(f"{_NOTICE_OF}_unstable")
     notice = F.when(time.isNotNull(), F.struct(time.alias("time"), unstable.alias("unstable")))
     return gathered.select("*", notice.alias(_NOTICE_OF))
+
+
+def _gatherable(a: Aggregate, value: Column) -> Column:
+    """A member's value as gathered: for a user aggregate as Python takes it (``transferable``)."""
+    return value if a.fn == MEMBERS else transferable(a, value)
 
 
 def _stitched(intervals: DataFrame) -> DataFrame:
@@ -543,6 +550,8 @@ def _result(i: int, a: Aggregate, types: dict[str, T.DataType]) -> Column:
         members = F.transform(F.col(_MEMBERS), lambda m: F.struct(
             F.col(_TIME).alias("s"), F.col(_UNTIL).alias("e"), m[f"v{i}"].alias("v")))
         return fold_user_aggregate(a, members)
+    if a.fn == MEMBERS:
+        return F.transform(F.col(_MEMBERS), lambda m: m[f"v{i}"])
     present = F.col(_present(i) if a.arg is not None and a.arg.type.nullable else _ALIVE)
     dtype = types[value_name(i)]
     total = F.col(_total(i))

@@ -60,7 +60,7 @@ def test_select_takes_the_event_and_its_rank_and_builds_a_payload() -> None:
     with pytest.raises(sq.ExpressionError, match=r"top_k's select takes a function of 2 argument\(s\)"):
         READINGS.snapshot_window().top_k(1, lambda e: e.kwh, lambda e: Top(e.meter, e.kwh, 1))  # type: ignore[arg-type,misc]
     with pytest.raises(sq.ExpressionError, match=r"top_k's select must build a payload instance"):
-        READINGS.snapshot_window().top_k(1, lambda e: e.kwh, lambda e, rank: rank)  # type: ignore[arg-type,return-value]
+        READINGS.snapshot_window().top_k(1, lambda e: e.kwh, lambda e, rank: rank)  # type: ignore[type-var]
     with pytest.raises(sq.ExpressionError, match=r"top_k: descending must be a bool"):
         READINGS.snapshot_window().top_k(1, lambda e: e.kwh, top, descending=None)  # type: ignore[arg-type]
 

@@ -118,7 +118,7 @@ def _nulls(k: int, descending: bool, ranked: list[tuple[str, Optional[float], in
                 expected, sq.INFINITY)
 
 
-def _meter_readings() -> list[Any]:
+def meter_readings() -> list[Any]:
     return [point(10, Reading("north", "n1", 5.0)), point(15, Reading("south", "s1", 3.0)),
             point(20, Reading("north", "n2", 8.0)), point(40, Reading("north", "n3", 6.0)),
             point(45, Reading("north", "n4", 8.0)), point(50, Reading("south", "s2", 4.0)),
@@ -143,13 +143,13 @@ def _top_3_meters() -> Case:
     }
     expected = [(m(s), m(s + 60), RegionTop(region, meter, rank))
                 for (s, region), ranked in windows.items() for meter, rank in ranked]
-    return Case("top 3 meters per hour", top_3_meters_per_hour(), "points", _meter_readings(), FLUSH, expected,
+    return Case("top 3 meters per hour", top_3_meters_per_hour(), "points", meter_readings(), FLUSH, expected,
                 sq.INFINITY)
 
 
 def _partly_released() -> Case:
     # CTI rows only: 13:00 reaches the end of [12:00, 13:00) alone; the windows after it wait
-    items = _meter_readings()[:6] + [sq.Cti(m(60))] + _meter_readings()[6:] + [sq.Cti(m(75))]
+    items = meter_readings()[:6] + [sq.Cti(m(60))] + meter_readings()[6:] + [sq.Cti(m(75))]
     query = POINTS.tumbling_window(HOUR).top_k(2, lambda e: e.kwh, lambda e, rank: RegionTop(e.region, e.meter, rank))
     expected = [(m(0), m(60), RegionTop("north", "n2", 1)), (m(0), m(60), RegionTop("north", "n4", 1))]
     return Case("a CTI releases the windows it reaches", query, "points", items, None, expected, m(60))

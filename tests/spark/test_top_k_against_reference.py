@@ -18,6 +18,7 @@ from streamql.reference import ReferenceInput
 from support.depth import examples
 from support.frames import bind, frame
 from support.must_release import check_release
+from support.plans import assert_distributed, physical_plan
 from support.streams import SPARK_EXAMPLES, P, build, inputs, pipelines, us
 from support.top_k_cases import CASES, Case, Reading
 
@@ -136,3 +137,36 @@ def test_top_k_on_spark_equals_reference(spark: SparkSession, data: st.DataObjec
     actual = bind(sq.Binder(spark), source, df, shape, at).run(q, output=output)
     assert actual == expected
     check_release(q, {"in": ReferenceInput(items, at)}, output, expected)
+
+
+@dataclass(frozen=True)
+class Sample:
+    sensor: int
+    value: int
+
+
+@dataclass(frozen=True)
+class TopSample:
+    sensor: int
+    value: int
+    rank: int
+
+
+SAMPLES = sq.input("samples", Sample, shape=sq.Shape.INTERVAL)
+SAMPLE_ITEMS = [sq.Insert(7 * k, 7 * k + 3 + k % 11, Sample(k % 4, k % 13)) for k in range(300)]
+
+
+@pytest.mark.parametrize("kind", ["hopping", "snapshot"])
+def test_ungrouped_top_k_is_distributed_and_equals_reference(spark: SparkSession, kind: str) -> None:
+    """An ungrouped window's members are ranked where they are gathered: no plan collapses the data
+    into one partition, and the result over four partitions is the reference evaluator's."""
+    windowed = (SAMPLES.hopping_window(us(40), us(15)) if kind == "hopping" else SAMPLES.snapshot_window())
+    q = windowed.top_k(2, lambda e: e.value, lambda e, rank: TopSample(e.sensor, e.value, rank))
+    at = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=5, flush=True))
+    binder = bind(sq.Binder(spark), SAMPLES, frame(spark, Sample, sq.Shape.INTERVAL, SAMPLE_ITEMS, partitions=4),
+                  sq.Shape.INTERVAL, at)
+    expected = sq.reference.run(q, {"samples": ReferenceInput(SAMPLE_ITEMS, at)})
+    df = binder.to_dataframe(q)
+    assert len(expected.events) > 100
+    assert binder.run(q) == expected
+    assert_distributed(physical_plan(df), of=f"the {kind} top_k")

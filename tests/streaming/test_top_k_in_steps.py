@@ -18,7 +18,7 @@ from streamql.spark.streaming.partials import incremental_window
 from support.depth import examples
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
 from support.streams import SPARK_EXAMPLES, P, build, inputs, pipelines, us
-from support.top_k_cases import CASES, POINTS, Reading, meter_readings, top_3_meters_per_hour
+from support.top_k_cases import CASES, POINTS, Reading, meter_readings, point, top_3_meters_per_hour
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,13 @@ class Ranked:
 def test_top_k_does_not_run_on_partial_aggregates() -> None:
     """A hopping window of points through per-event operators runs on partials when it sums; with
     a top_k it needs its members, so the step keeps the events (the re-evaluating step)."""
-    hourly = POINTS.where(lambda e: e.kwh > 0).tumbling_window(timedelta(hours=1))
+    hourly = POINTS.where(lambda e: sq.coalesce(e.kwh, 0.0) > 0).tumbling_window(timedelta(hours=1))
     assert incremental_window(hourly.select(lambda w: Ranked(w.count(), 0, 0, None)).node) is not None
     assert incremental_window(top_3_meters_per_hour().node) is None
     assert incremental_window(hourly.top_k(3, lambda e: e.kwh, lambda e, r: Ranked(r, 0, r, None)).node) is None
 
 
+@pytest.mark.slow
 def test_top_3_meters_per_hour_in_micro_batches(spark: SparkSession) -> None:
     q = top_3_meters_per_hour()
     items = meter_readings()
@@ -88,3 +89,17 @@ def test_top_k_in_micro_batches_equals_reference(spark: SparkSession, data: st.D
     expected = expected_after(q, sides, len(items), True, output)
     event(f"released {'some' if expected else 'none'}")
     assert released == expected
+
+
+def test_top_k_keeps_only_what_open_windows_need(spark: SparkSession) -> None:
+    """Tumbling windows of 15 minutes: after every micro-batch the state holds no reading that ends
+    before the output floor less the window's size (the retention floor of the same window with a
+    select), and the releases equal the reference's."""
+    items = [point(5 * i, Reading("north", f"m{i % 4}", float(i % 7))) for i in range(25)]
+    q = POINTS.tumbling_window(timedelta(minutes=15)).top_k(1, lambda e: e.kwh, lambda e, r: Ranked(r, 0, r, None))
+    settings_ = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1, flush=True))
+    sides = {"points": StreamInput(POINTS, Reading, sq.Shape.POINT, items, settings_)}
+    size = 15 * 60 * 1_000_000
+    released, _ = run_in_steps(spark, q, sides, [0, 8, 16], sq.Shape.INTERVAL,
+                               state_bounds={"points": lambda floor: floor - size})
+    assert released == expected_after(q, sides, len(items), True, sq.Shape.INTERVAL)

@@ -15,7 +15,8 @@ wrong event ends before it":
   inputs' lifetimes);
 - ``shift``/``alter_lifetime``/``alter_duration`` by a constant/``to_point``: the floor moved
   back by the shift plus the new duration (the output's end follows from the input's start);
-- hopping/tumbling windows: ``f - size`` (a window ending at or after ``f`` starts at or after
+- windows, with a ``select`` or a ``top_k`` alike (a window's members decide either), by kind:
+  hopping/tumbling windows: ``f - size`` (a window ending at or after ``f`` starts at or after
   ``f - size``, and only events ending after its start touch it); ``time_batch(size)``:
   ``f - 2*size``;
 - snapshot windows: the greatest endpoint before ``f`` in each group (the start of the snapshot
@@ -183,7 +184,7 @@ def _last_before(frame: DataFrame, keys: list[Column], starts: Column, before: i
     return None if least is None or least[0] is None else int(least[0])
 
 
-def _window_keys(node: windows.WindowAggregate, source: Flow) -> list[Column]:
+def _window_keys(node: windows.WindowOperator, source: Flow) -> list[Column]:
     keys = [F.col(k) for k in source.keys]
     if node.key is not None:
         keys.append(compile_expr(node.key, by_name).alias(key_name(len(source.keys))))
@@ -191,7 +192,7 @@ def _window_keys(node: windows.WindowAggregate, source: Flow) -> list[Column]:
 
 
 @floors.register
-def _window(node: windows.WindowAggregate, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
+def _window(node: windows.WindowOperator, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
     spec = node.window
     if floor is None:
         return floors(node.source, None, env)

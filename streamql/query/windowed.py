@@ -5,6 +5,7 @@ receives.
 Inside ``select(lambda w: ...)`` the aggregates ``w.count()``, ``w.sum(f)``, ``w.avg(f)``,
 ``w.min(f)``, ``w.max(f)`` and ``w.aggregate(user_aggregate, f)`` are expressions: several may be
 combined with arithmetic in one payload. Statically they have the types of their results.
+``top_k(k, by, select)`` instead keeps every window's top ``k`` events, each with the window's lifetime.
 """
 from __future__ import annotations
 

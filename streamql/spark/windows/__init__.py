@@ -1,7 +1,8 @@
 """Windows on Spark: the grouping and the window operator's compiler (``grouping``), snapshot
 windows (``snapshot``), hopping and tumbling windows (``hopping``), count windows (``count``),
-session windows (``session``), top-k per window over any of them (``top_k``), the Esper-style windows and batches (``esper``, which number
-events as count windows do) and the stability rule the formed windows share (``stability``).
+session windows (``session``), top-k per window over any of them (``top_k``), the Esper-style
+windows and batches (``esper``, which number events as count windows do) and the stability rule
+the formed windows share (``stability``).
 
 Importing the package registers the window operators with ``compile_node``.
 """

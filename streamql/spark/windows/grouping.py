@@ -3,7 +3,9 @@
 A window operator computes its key column (grouped windows), each aggregate's argument per event,
 then forms its windows with one of ``snapshot``, ``hopping``, ``count_window`` or
 ``session_window`` — each returns one row per non-empty window with the lifetime, stability flags,
-keys and one column per aggregate — and finally builds the payload from those columns.
+keys and one column per aggregate — and finally builds the payload from those columns
+(``formed_windows`` forms them; ``top_k`` forms them the same way, with its members as the one
+aggregate).
 
 ``group_apply`` adds its key as a column that every operator of the sub-query carries and that
 every window partitions by: the sub-query runs once over all groups, not once per group.

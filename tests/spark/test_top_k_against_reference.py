@@ -125,7 +125,8 @@ def top_k_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
 @given(data=st.data())
 def test_top_k_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape), label="items")
+    # some intervals never end: windows over them stop at the horizon once the CTI is INFINITY
+    items = data.draw(inputs(shape, open_ends=True), label="items")
     at = data.draw(mostly_flushed_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(top_k_queries(source), label="query")

@@ -47,6 +47,9 @@ Rows (names for ``--only``, default all):
                    session_window(3 min) count; baseline: Spark's session_window(ts, "3 minutes")
                    grouping (its session ends at the last click + 3 min, streamql's a tick later: a
                    click is a point [ts, ts + 1 us), so the baseline adds the tick)
+  top-k            5 M points over 1,000 meters, each reading's consumption drawn by a hash: grouped
+                   hopping_window(10 min, 1 min).top_k(3) by consumption; baseline: F.window, then
+                   rank() over (window, meter) ordered by consumption, rank <= 3
   cached-sliding-avg, cached-hopping, cached-join
                    2 M readings / 2 M hits / 0.5 M x 0.5 M intervals cached in memory (and materialized
                    before timing) with an arrival column, as in a notebook reusing its input: where the
@@ -84,7 +87,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
@@ -131,6 +134,13 @@ class Hit:
 class KeyCount:
     key: str
     count: int
+
+
+@dataclass(frozen=True)
+class MeterTop:
+    meter: str
+    consumption: float
+    rank: int
 
 
 @dataclass(frozen=True)
@@ -262,6 +272,20 @@ def tiny_meters(spark: SparkSession) -> DataFrame:
     return spread_points(spark, 300, 2, key="meter", keys=5, spacing=2_000_000)
 
 
+def ranked_meters(spark: SparkSession, n: int, partitions: int) -> DataFrame:
+    """``meters`` with each reading's consumption drawn by a hash of its start (a multiple of 0.25
+    below 250): a meter's readings in one window seldom tie, so a top 3 is about 3 rows."""
+    return _hashed_consumption(meters(spark, n, partitions))
+
+
+def tiny_ranked_meters(spark: SparkSession) -> DataFrame:
+    return _hashed_consumption(tiny_meters(spark))
+
+
+def _hashed_consumption(source: DataFrame) -> DataFrame:
+    return source.withColumn("consumption", (F.abs(F.hash(F.col("ts"))) % 1000) * 0.25)
+
+
 def tiny_hits(spark: SparkSession) -> DataFrame:
     """300 events over 5 keys, one every 7 s (35 minutes): several 10-minute windows per key."""
     return spread_points(spark, 300, 2, key="key", keys=5, spacing=7_000_000)
@@ -316,6 +340,14 @@ def hopping_count_query() -> Query:
     q = (inp.group_by(lambda e: e.key)
          .hopping_window(timedelta(minutes=10), timedelta(minutes=1))
          .select(lambda w: KeyCount(w.key, w.count())))
+    return inp, q
+
+
+def top_k_query() -> Query:
+    inp = sq.input("readings", Reading)
+    q = (inp.group_by(lambda e: e.meter)
+         .hopping_window(timedelta(minutes=10), timedelta(minutes=1))
+         .top_k(3, lambda e: e.consumption, lambda e, rank: MeterTop(e.meter, e.consumption, rank)))
     return inp, q
 
 
@@ -408,6 +440,16 @@ def hopping_baseline(source: DataFrame) -> DataFrame:
     window = F.window(F.timestamp_micros(F.col("ts")), "10 minutes", "1 minute")
     counted = source.groupBy(window.alias("w"), F.col("key")).agg(F.count(F.lit(1)).alias("count"))
     return counted.select(F.col("w.start").alias("start"), F.col("w.end").alias("end"), "key", "count")
+
+
+def top_k_baseline(source: DataFrame) -> DataFrame:
+    # the windows of hopping_baseline, each meter's readings in a window ranked as SQL's RANK does
+    window = F.window(F.timestamp_micros(F.col("ts")), "10 minutes", "1 minute")
+    windowed = source.select(window.alias("w"), "meter", "consumption")
+    rank = F.rank().over(Window.partitionBy("w", "meter").orderBy(F.col("consumption").desc()))
+    ranked = windowed.select("*", rank.alias("rank")).filter(F.col("rank") <= 3)
+    return ranked.select(F.col("w.start").alias("start"), F.col("w.end").alias("end"), "meter", "consumption",
+                         F.col("rank").cast("long").alias("rank"))
 
 
 def sessions_baseline(source: DataFrame) -> DataFrame:
@@ -535,6 +577,9 @@ CASES = [
          tiny_keyed_sides, bind=bind_sides),
     Case("join-any", "{events} x {events} intervals: join on=None (baseline: 1 ms buckets)", 200_000, any_sides,
          join_query(False), flushing, join_any_baseline, Pair, tiny_any_sides, bind=bind_sides, scaling=True),
+    Case("top-k", "{events} points, 1000 meters: grouped hopping_window(10 min, 1 min).top_k(3) (baseline: "
+         "F.window + rank())", 5_000_000, ranked_meters, top_k_query, flushing, top_k_baseline, Reading,
+         tiny_ranked_meters),
     Case("sessions", "{events} clicks, 10,000 users: grouped session_window(3 min) count (baseline: Spark's "
          "session_window)", 5_000_000, clicks, sessions_query, flushing, sessions_baseline, Click, tiny_clicks),
     Case("late-records", "  as alter-late, arrival column, late records written too (baseline: CTI per block "

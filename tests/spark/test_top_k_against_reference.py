@@ -157,7 +157,7 @@ SAMPLES = sq.input("samples", Sample, shape=sq.Shape.INTERVAL)
 SAMPLE_ITEMS = [sq.Insert(7 * k, 7 * k + 3 + k % 11, Sample(k % 4, k % 13)) for k in range(300)]
 
 
-@pytest.mark.parametrize("kind", ["hopping", "snapshot"])
+@pytest.mark.parametrize("kind", ["hopping", pytest.param("snapshot", marks=pytest.mark.slow)])
 def test_ungrouped_top_k_is_distributed_and_equals_reference(spark: SparkSession, kind: str) -> None:
     """An ungrouped window's members are ranked where they are gathered: no plan collapses the data
     into one partition, and the result over four partitions is the reference evaluator's."""

@@ -11,9 +11,9 @@ event still to come.
 
 - ``followed_by``: a match ``(a, b)`` is a point at ``b``'s start. With ``all_matches`` it exists
   for good once ``a`` and ``b`` have stable heads. By default it must also stay the *earliest*:
-  no partner of ``a`` may still appear or change before ``b`` — true once ``b`` starts before the
-  right CTI (every right event starting at or before ``b`` is then stable, and none can still come
-  there).
+  no partner of ``a`` may still appear or change before ``b`` — true once ``b`` starts at or before
+  the right CTI (every right event starting before ``b`` is then stable, none can still come
+  there, and one still to come at ``b``'s start ties: one more match, not another one).
 - ``not_followed_by``: the absence of ``a`` is a point at ``a.start + within``; it is final once
   ``a`` has a stable head and the right CTI is at or after ``a.start + within`` (every right event
   that could be a partner is then stable, and none can still come).
@@ -49,8 +49,8 @@ def _followed_by(node: patterns.FollowedBy, env: Mapping[str, Flow]) -> Flow:
         for b in partners:
             stable = a.head_stable and b.head_stable
             if not node.all_matches:
-                # no earlier partner can still come or change: the right CTI passed b's start
-                stable = stable and right.cti is not None and b.start < right.cti
+                # no earlier partner can still come or change: the right CTI reached b's start
+                stable = stable and right.cti is not None and b.start <= right.cti
             payload = evaluate(node.projection, [a.payload, b.payload])
             events.append(Ev(b.start, shift(b.start, 1), payload, stable, stable))
     return binary_flow(node, [left, right], events)

@@ -32,7 +32,7 @@ pairs), the pairs at the least partner start; ``not_followed_by`` keeps the left
 quadratic, as the definition.
 
 **Stability** (docs/decisions.md, "Patterns (issue 26)"): a match is stable when both heads are and,
-in the default mode, its partner starts before the right CTI; an absence when the left head is and
+in the default mode, its partner starts at or before the right CTI; an absence when the left head is and
 the right CTI is at or after ``start + within``.
 """
 from __future__ import annotations
@@ -186,8 +186,8 @@ def _followed_by(node: patterns.FollowedBy, env: Mapping[str, Flow]) -> Flow:
             matches = matches.select("*", earliest.alias(_EARLIEST)).filter(F.col(R_START) == F.col(_EARLIEST))
     head = F.col(HEAD) & F.col(R_HEAD)
     if not node.all_matches:
-        # no earlier partner can still come or change: the right CTI passed the partner's start
-        head = head & (F.lit(False) if right.cti is None else F.col(R_START) < F.lit(right.cti))
+        # no earlier partner can still come or change: the right CTI reached the partner's start
+        head = head & (F.lit(False) if right.cti is None else F.col(R_START) <= F.lit(right.cti))
     payload = [c.alias(name) for name, c in construct_columns(node.projection, pair_field)]
     out = matches.select(*_point(F.col(R_START), head, left.keys, payload))
     ctis = (left.cti, right.cti)

@@ -56,7 +56,7 @@ def test_bad_arguments_name_the_operator_and_the_argument() -> None:
     with pytest.raises(ExpressionError, match="is_null"):
         a.followed_by(b, lambda x, y: x.key is None, pair)
     with pytest.raises(ExpressionError, match="followed_by select must build a payload instance"):
-        a.followed_by(b, lambda x, y: True, lambda x, y: x.n)  # type: ignore[arg-type, return-value]
+        a.followed_by(b, lambda x, y: True, lambda x, y: x.n)  # type: ignore[type-var]
     with pytest.raises(ExpressionError, match="all_matches must be a bool"):
         a.followed_by(b, lambda x, y: True, pair, all_matches="yes")  # type: ignore[arg-type]
     with pytest.raises(ExpressionError, match="not_followed_by needs a positive within"):

@@ -1,16 +1,14 @@
 """``followed_by`` and ``not_followed_by`` in the reference evaluator: the hand-worked cases of
 ``support/pattern_cases.py`` (Esper's ``every a -> b`` family, Flink CEP's order not followed by its
 payment within 15 minutes, ties, chains, a stream followed by itself, CTIs that release part of
-it), the output CTI rules and the errors of the fluent API."""
+it) and the output CTI rules (the errors of the fluent API: tests/query/test_patterns.py)."""
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
 import streamql as sq
-from streamql.errors import ExpressionError
 from streamql.time import to_micros
 from support.pattern_cases import CASES, Case, Event, Match, us
 
@@ -36,32 +34,3 @@ def test_the_output_cti_of_not_followed_by_moves_the_left_cti_by_within() -> Non
     assert q.node.output_cti((sq.time.INFINITY_MICROS, sq.time.INFINITY_MICROS)) == sq.time.INFINITY_MICROS
     f = orders.followed_by(payments, lambda o, p: o.key == p.key, lambda o, p: Match(o.key, o.n, p.n), us(15))
     assert f.node.output_cti((10, 100)) == 10
-
-
-def test_bad_arguments_name_the_operator_and_the_argument() -> None:
-    a, b = sq.input("a", Event), sq.input("b", Event)
-    pair = lambda x, y: Match(x.key, x.n, y.n)  # noqa: E731
-    with pytest.raises(ExpressionError, match="followed_by needs a condition"):
-        a.followed_by(b, None, pair)  # type: ignore[arg-type]
-    with pytest.raises(ExpressionError, match="followed_by takes a query"):
-        a.followed_by(42, lambda x, y: True, pair)  # type: ignore[arg-type]
-    with pytest.raises(ExpressionError, match="followed_by needs a positive within"):
-        a.followed_by(b, lambda x, y: True, pair, timedelta(0))
-    with pytest.raises(ExpressionError, match="followed_by needs a positive within"):
-        a.followed_by(b, lambda x, y: True, pair, timedelta(seconds=-1))
-    with pytest.raises(ExpressionError, match="within must be a timedelta"):
-        a.followed_by(b, lambda x, y: True, pair, 5)  # type: ignore[arg-type]
-    with pytest.raises(ExpressionError, match="followed_by on needs a bool expression"):
-        a.followed_by(b, lambda x, y: x.n + y.n, pair)  # type: ignore[arg-type, return-value]
-    with pytest.raises(ExpressionError, match="is_null"):
-        a.followed_by(b, lambda x, y: x.key is None, pair)
-    with pytest.raises(ExpressionError, match="followed_by select must build a payload instance"):
-        a.followed_by(b, lambda x, y: True, lambda x, y: x.n)  # type: ignore[type-var]
-    with pytest.raises(ExpressionError, match="all_matches must be a bool"):
-        a.followed_by(b, lambda x, y: True, pair, all_matches="yes")  # type: ignore[arg-type]
-    with pytest.raises(ExpressionError, match="not_followed_by needs a positive within"):
-        a.not_followed_by(b, lambda x, y: True, timedelta(0))
-    with pytest.raises(ExpressionError, match="not_followed_by on needs a bool expression"):
-        a.not_followed_by(b, lambda x, y: x.tag, us(3))  # type: ignore[arg-type, return-value]
-    with pytest.raises(ExpressionError, match="not_followed_by: within must be a timedelta"):
-        a.not_followed_by(b, lambda x, y: True, None)  # type: ignore[arg-type]

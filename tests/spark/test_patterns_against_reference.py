@@ -50,7 +50,12 @@ def spark_run(spark: SparkSession, q: sq.Stream[Any], sides: Sides, output: sq.S
 
 # --- the hand-worked cases ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+#: the cases the default tier runs on Spark (a few seconds each); the deep tier runs them all
+EVERY_TIER = {"not followed by within at a CTI"}
+
+
+@pytest.mark.parametrize("case", [c if c.name in EVERY_TIER else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in CASES], ids=[c.name for c in CASES])
 def test_hand_worked_case_on_spark(spark: SparkSession, case: Case) -> None:
     streams = {name: sq.input(name, Event, side.shape) for name, side in case.sides.items()}
     q = case.query(streams)
@@ -124,7 +129,7 @@ def _pattern(data: st.DataObject, lq: sq.Stream[P], rq: sq.Stream[P]) -> sq.Stre
                           all_matches=data.draw(st.booleans(), label="all_matches"))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(15))
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
 @given(data=st.data())
 def test_patterns_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lsource, lshape, litems, lq = data.draw(side("left"), label="left")
@@ -136,6 +141,7 @@ def test_patterns_on_spark_equal_reference(spark: SparkSession, data: st.DataObj
     check(spark, data, q, {"left": (lsource, lshape, litems, lset), "right": (rsource, rshape, ritems, rset)})
 
 
+@pytest.mark.slow  # the deep tier: the default tier has the plain patterns above
 @settings(SPARK_EXAMPLES, max_examples=examples(6))
 @given(data=st.data())
 def test_patterns_in_chains_windows_groups_and_imports_equal_reference(spark: SparkSession,
@@ -168,21 +174,26 @@ def test_patterns_in_chains_windows_groups_and_imports_equal_reference(spark: Sp
 
 # --- plans ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("on", [ONS[0], ONS[2], ONS[3], ONS[4]], ids=["keys", "condition of both", "no key", "none"])
-@pytest.mark.parametrize("pattern", ["followed_by", "all_matches", "not_followed_by"])
-def test_the_plans_never_meet_in_one_partition(spark: SparkSession, on: Callable[[P, P], Any], pattern: str) -> None:
+PLANS = [(on, pattern) for on in ("keys", "condition of both", "no key", "none")
+         for pattern in ("followed_by", "all_matches", "not_followed_by")]
+
+
+@pytest.mark.parametrize("on, pattern", [p if p == ("keys", "followed_by") else pytest.param(*p, marks=pytest.mark.slow)
+                                         for p in PLANS], ids=[f"{o}-{p}" for o, p in PLANS])
+def test_the_plans_never_meet_in_one_partition(spark: SparkSession, on: str, pattern: str) -> None:
+    condition = {"keys": ONS[0], "condition of both": ONS[2], "no key": ONS[3], "none": ONS[4]}[on]
     left, right = sq.input("left", P, sq.Shape.POINT), sq.input("right", P, sq.Shape.POINT)
     items = [sq.Insert(t, t + 1, P(t % 3, t, "a", None)) for t in range(20)]
     flush = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=5, flush=True))
     binder = bind(bind(sq.Binder(spark), left, frame(spark, P, sq.Shape.POINT, items), sq.Shape.POINT, flush),
                   right, frame(spark, P, sq.Shape.POINT, items, seed=1), sq.Shape.POINT, flush)
     if pattern == "not_followed_by":
-        q = left.not_followed_by(right, on, us(5))
+        q = left.not_followed_by(right, condition, us(5))
     else:
-        q = left.followed_by(right, on, pairs, us(5), all_matches=pattern == "all_matches")
+        q = left.followed_by(right, condition, pairs, us(5), all_matches=pattern == "all_matches")
     lines = plan_lines(binder.to_dataframe(q))
     assert not [line for line in lines if "CartesianProduct" in line or "NestedLoopJoin" in line
                 or "SinglePartition" in line], "\n".join(lines)
-    if on is ONS[0] and pattern != "all_matches":
+    if on == "keys" and pattern != "all_matches":
         # the per-key sort: a window, and no join of the two sides
         assert any("Window" in line for line in lines) and not any("Join" in line for line in lines), "\n".join(lines)

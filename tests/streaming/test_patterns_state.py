@@ -68,6 +68,7 @@ ONS: list[Callable[[P, P], Any]] = [
 ]
 
 
+@pytest.mark.slow  # 15-40 s an example (micro-batches): the deep tier
 @settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
 @given(data=st.data())
 def test_patterns_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

@@ -122,10 +122,12 @@ def _stacked(node: Pattern, left: Flow, right: Flow) -> DataFrame:
     # a right row at the left row's own start is not among them
     later = Window.partitionBy(*per_key).orderBy(F.col(_AT).desc(), F.col(_SIDE).desc()).rowsBetween(
         Window.unboundedPreceding, -1)
-    earliest = F.min(F.when(F.col(_SIDE) == F.lit(_RIGHT_SIDE), F.col(_AT))).over(later)
     is_right = F.col(_SIDE) == F.lit(_RIGHT_SIDE)
+    # the window computed once, then read twice (an expression using it twice would compute it twice)
+    both = both.select("*", F.min(F.when(is_right, F.col(_AT))).over(later).alias(_NEXT))
+    earliest = F.col(_NEXT)
     nxt = F.when(is_right, F.col(_AT)).when(earliest < _until(node.within, F.col(_AT)), earliest)
-    return both.select("*", nxt.alias(_NEXT))
+    return both.withColumn(_NEXT, nxt)
 
 
 def _stacked_partners(node: patterns.FollowedBy, left: Flow, right: Flow) -> DataFrame:

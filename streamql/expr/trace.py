@@ -252,7 +252,28 @@ def trace(fn: Callable[..., Any], schemas: Sequence[PayloadSchema], what: str) -
 def trace_call(fn: Callable[..., Any], arguments: Sequence[object], what: str) -> Expr:
     """Calls ``fn`` with the given proxies (payloads, windows, group keys) and returns the
     expression it built; a plain Python result is an error naming ``what``."""
-    result = fn(*arguments)
+    return _built(fn(*arguments), what)
+
+
+def trace_condition(fn: Callable[..., Any], schemas: Sequence[PayloadSchema], what: str) -> Expr:
+    """Traces a condition of the payloads (a BOOL expression), where the plain ``True`` — no
+    condition at all, Esper's ``every a -> b`` — is the literal true (``False`` stays an error: it
+    is what ``x is None`` gives a proxy).
+
+    >>> trace_condition(lambda a, b: True, schemas, "followed_by on").show()  # doctest: +SKIP
+    'True'
+    """
+    names = param_names(fn, len(schemas), what)
+    proxies = [wrap(Param(struct_type(s), i, n)) for i, (s, n) in enumerate(zip(schemas, names))]
+    result = fn(*proxies)
+    expr = to_expr(True) if result is True else _built(result, what)
+    if expr.type.kind is not Kind.BOOL:
+        raise ExpressionError(f"{what} needs a {Kind.BOOL.value} expression, got {expr.type} ({expr.show()})")
+    return expr
+
+
+def _built(result: object, what: str) -> Expr:
+    """The expression a traced lambda returned; a plain Python result is an error naming ``what``."""
     if isinstance(result, Traced) or is_payload_class(type(result)):
         return to_expr(result)
     hint = ""

@@ -19,7 +19,7 @@ from functools import singledispatch
 from typing import Mapping
 
 from streamql.expr.nodes import Literal
-from streamql.query import as_of, esper, joins, nodes, windows
+from streamql.query import as_of, esper, joins, nodes, patterns, windows
 from streamql.time import INFINITY_MICROS
 
 _INPUT_CTI = "the input CTI"
@@ -175,6 +175,18 @@ def _to_signal(node: as_of.ToSignal) -> str:
 
 
 @describe.register
+def _followed_by(node: patterns.FollowedBy) -> str:
+    within = "" if node.within is None else f", within={_micros(node.within)}"
+    every = ", all_matches=True" if node.all_matches else ""
+    return f"followed_by(on={node.on.show()}, select={node.projection.show()}{within}{every})"
+
+
+@describe.register
+def _not_followed_by(node: patterns.NotFollowedBy) -> str:
+    return f"not_followed_by(on={node.on.show()}, within={_micros(node.within)})"
+
+
+@describe.register
 def _keep_last(node: esper.KeepLast) -> str:
     return f"keep_last({node.n})"
 
@@ -198,6 +210,8 @@ def cti_rule(node: nodes.Node) -> str:
         return "the CTI of the grouped stream (every group sees the same CTIs)"
     if isinstance(node, nodes.AlterLifetime):
         return f"the input CTI moved by {node.start_shift}"
+    if isinstance(node, patterns.NotFollowedBy):
+        return f"the lesser of the left CTI moved by {timedelta(microseconds=node.within)} and the right CTI"
     if isinstance(node, (joins.Binary, joins.Union)):
         return _LEAST_CTI
     if isinstance(node, esper.TimeBatch):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, Union
 from streamql.errors import ExpressionError
 from streamql.events import Shape
 from streamql.expr.nodes import Expr, Literal
-from streamql.expr.trace import trace, trace_typed
+from streamql.expr.trace import trace, trace_condition, trace_typed
 from streamql.payload import Kind, ValueType, schema_of
 from streamql.query import esper, joins, nodes
 from streamql.time import duration_micros
@@ -349,10 +349,76 @@ class Stream(Generic[T]):
 
         return Stream(ToSignal(self._node, trace(key, [self._node.schema], "to_signal")))
 
+    # --- patterns -----------------------------------------------------------------------
+    def followed_by(self, other: Stream[U], on: Callable[[T, U], bool], select: Callable[[T, U], Payload],
+                    within: timedelta | None = None, all_matches: bool = False) -> Stream[Payload]:
+        """Esper's ``every a -> b``: each event ``a`` of this stream matched with the ``other``
+        events ``b`` for which ``on(a, b)`` holds that start strictly after ``a`` and (with
+        ``within``) less than ``within`` after it — those with the earliest such start (all when
+        several share it), or every one with ``all_matches=True``. Each match is a point event at
+        ``b``'s start with the payload ``select(a, b)``. ``on`` may be any condition of both
+        (``lambda a, b: True`` for none).
+
+        >>> withdrawals.followed_by(withdrawals, lambda a, b: a.account == b.account,
+        ...                         lambda a, b: Twice(a.account, a.amount, b.amount),
+        ...                         within=timedelta(minutes=10))  # doctest: +SKIP
+        """
+        from streamql.query.patterns import FollowedBy
+
+        _check_stream("followed_by", other)
+        _check_condition("followed_by", on)
+        if select is None or not callable(select):
+            raise ExpressionError(f"followed_by needs a select function of both events (e.g. lambda a, b: "
+                                  f"Pair(a.id, b.id)), got {select!r}")
+        if not isinstance(all_matches, bool):
+            raise ExpressionError(f"followed_by: all_matches must be a bool, got {all_matches!r}")
+        limit = None if within is None else _positive_within("followed_by", within)
+        schemas = [self._node.schema, other.node.schema]
+        predicate = trace_condition(on, schemas, "followed_by on")
+        projection = trace(select, schemas, "followed_by select")
+        if projection.type.kind is not Kind.STRUCT:
+            raise ExpressionError(f"followed_by select must build a payload instance (a dataclass or attrs class), "
+                                  f"got {projection.type} ({projection.show()})")
+        return Stream(FollowedBy(self._node, other.node, predicate, projection, limit, all_matches))
+
+    def not_followed_by(self, other: Stream[U], on: Callable[[T, U], bool], within: timedelta) -> Stream[T]:
+        """Each event ``a`` of this stream for which no ``other`` event ``b`` with ``on(a, b)``
+        starts strictly after ``a`` and less than ``within`` after it: a point event at
+        ``a.start + within`` with ``a``'s payload (Flink CEP's ``notFollowedBy`` ... ``within``).
+
+        >>> orders.not_followed_by(payments, lambda o, p: o.order_id == p.order_id,
+        ...                        within=timedelta(minutes=15))  # doctest: +SKIP
+        """
+        from streamql.query.patterns import NotFollowedBy
+
+        _check_stream("not_followed_by", other)
+        _check_condition("not_followed_by", on)
+        limit = _positive_within("not_followed_by", within)
+        predicate = trace_condition(on, [self._node.schema, other.node.schema], "not_followed_by on")
+        return Stream(NotFollowedBy(self._node, other.node, predicate, limit))
+
+
 
 def _check_stream(op: str, other: object) -> None:
     if not isinstance(other, Stream):
         raise ExpressionError(f"{op} takes a query (sq.Stream), got {other!r}")
+
+
+def _check_condition(op: str, on: object) -> None:
+    if on is None or not callable(on):
+        raise ExpressionError(f"{op} needs a condition of both events (e.g. lambda a, b: a.key == b.key, "
+                              f"or lambda a, b: True for none), got {on!r}")
+
+
+def _positive_within(op: str, within: object) -> int:
+    """``within`` in microseconds: a pattern's window must hold a time after the left start (a
+    window of zero or less would hold no partner at all)."""
+    _check_timedelta(op, "within", within)
+    assert isinstance(within, timedelta)
+    micros = duration_micros(within)
+    if micros <= 0:
+        raise ExpressionError(f"{op} needs a positive within (at least one microsecond), got {within!r}")
+    return micros
 
 
 def _check_count(op: str, n: object) -> int:

@@ -20,6 +20,7 @@ from streamql.reference import windows as _windows  # noqa: F401 - registers the
 from streamql.reference import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.reference import joins as _joins  # noqa: F401 - registers the multi-stream operators
 from streamql.reference import as_of as _as_of  # noqa: F401 - registers as_of_join and to_signal
+from streamql.reference import patterns as _patterns  # noqa: F401 - registers followed_by and not_followed_by
 from streamql.reference.operators import Ev, events_of, input_flow
 from streamql.time import INFINITY_MICROS, from_micros, shift
 

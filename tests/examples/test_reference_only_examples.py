@@ -2,6 +2,8 @@
 against the reference, and the Spark tests cover the operators) print what they document:
 
 - examples/as_of_join.py: the trades priced by the quote in force;
+- examples/patterns.py: withdrawals followed by another of their account within 10 minutes, and
+  orders not paid within 15 minutes;
 - examples/late_events.py: the intervals under DROP and ADJUST, with the record of each late
   interval (tests/spark/test_late_on_spark.py covers the records on Spark);
 - examples/session_windows.py: visits per user, visits cut into parts of at most 15 minutes, and
@@ -55,10 +57,24 @@ def prints_the_visits(lines: list[str]) -> None:
     assert lines[busy + 1] == "  [09:00, 09:22:00.000001)  clicks=6  211.7 ms on average"
 
 
+def finds_the_patterns(lines: list[str]) -> None:
+    twice = lines.index("a withdrawal followed by the next of its account within 10 minutes (final_cti=INFINITY)")
+    # 200 meets the next withdrawal of A-1 only (300 at 21:06), 300 meets 250; 250 meets nothing
+    # within 10 minutes (80 is 15 minutes later); B-7's late 60 still counts
+    assert lines[twice + 1:twice + 6] == ["  21:06  A-1 200 then 300", "  21:07  B-7 40 then 60",
+                                          "  21:09  A-1 300 then 250", "  21:29  A-1 80 then 80", ""]
+    every = lines.index("... followed by every later one within 10 minutes (final_cti=INFINITY)")
+    assert "  21:09  A-1 200 then 250" in lines[every:]
+    unpaid = lines.index("orders not followed by their payment within 15 minutes (final_cti=INFINITY)")
+    # order 2 is paid exactly 15 minutes later (too late), order 3 after 30; order 4 in time
+    assert lines[unpaid + 1:] == ["  21:18  order 2 (35.50)", "  21:25  order 3 (12.00)"]
+
+
 #: what each example's output must hold, by the example's name in examples/
 EXPECTED: dict[str, Callable[[list[str]], None]] = {
     "as_of_join": prices_trades_by_the_quote_in_force,
     "late_events": prints_the_late_intervals,
+    "patterns": finds_the_patterns,
     "session_windows": prints_the_visits,
 }
 

@@ -1,8 +1,9 @@
-"""The meaning of as-of joins, signals, session windows and count windows, by brute force.
+"""The meaning of as-of joins, signals, session windows, count windows and patterns, by brute force.
 
 Each definition below is the simplest code that can be read against docs/ctis-and-release.md,
-docs/as-of-joins.md, docs/session-windows.md, docs/count-windows.md and docs/decisions.md — all
-pairs, all candidates, connected components — and shares nothing with ``streamql.reference``:
+docs/as-of-joins.md, docs/session-windows.md, docs/count-windows.md, docs/patterns.md and
+docs/decisions.md — all pairs, all candidates, connected components — and shares nothing with
+``streamql.reference``:
 the accepted events come from a few lines of ingress (CTI rows only, no advance-time settings,
 so DROP: an event is accepted when it starts at or after the greatest CTI row before it) and the
 lambdas of the queries have plain Python twins (SQL's ``=`` for the as-of keys: a null matches
@@ -357,3 +358,82 @@ def test_count_windows_hold_n_consecutive_distinct_start_times(data: st.DataObje
         [c] + [first for first, last in windows if first < c and (last is None or last >= c)])
     check(q, {"in": items}, everything, [e for e in everything if c is not None and output_cti is not None
                                          and e[1] - 1 < c and e[0] < output_cti], output_cti)
+
+
+# --- patterns ----------------------------------------------------------------------------------
+
+#: the ``on`` of a pattern, with its plain Python twin: an equality key, a key and a condition of
+#: both, a condition without a key, none at all (Esper's ``every a -> b``)
+PATTERN_ONS: list[tuple[Callable[[P, P], Any], Callable[[P, P], bool]]] = [
+    (lambda a, b: a.k == b.k, lambda a, b: a.k == b.k),
+    (lambda a, b: (a.k % 2 == b.k % 2) & (a.v >= b.v), lambda a, b: a.k % 2 == b.k % 2 and a.v >= b.v),
+    (lambda a, b: a.v < b.v, lambda a, b: a.v < b.v),
+    (lambda a, b: True, lambda a, b: True),
+]
+
+
+def pattern_pair(a: P, b: P) -> P:
+    return P(a.k, b.v, a.s + b.s, b.o)
+
+
+def partners(a: Lifetime, right: list[Lifetime], on: Callable[[P, P], bool], within: int | None) -> list[Lifetime]:
+    """The right events for which ``on`` holds that start strictly after ``a`` and, with ``within``,
+    less than ``within`` after it (docs/patterns.md)."""
+    return [b for b in right if a[0] < b[0] and (within is None or b[0] < a[0] + within) and on(a[2], b[2])]
+
+
+def followed_by(left: list[Lifetime], right: list[Lifetime], on: Callable[[P, P], bool], within: int | None,
+                all_matches: bool) -> list[Lifetime]:
+    """Every left event with each of its partners — only those with the earliest start unless
+    ``all_matches`` — as a point at the partner's start."""
+    out = []
+    for a in left:
+        found = partners(a, right, on, within)
+        earliest = min((b[0] for b in found), default=None)
+        out += [(b[0], b[0] + 1, pattern_pair(a[2], b[2])) for b in found if all_matches or b[0] == earliest]
+    return out
+
+
+def not_followed_by(left: list[Lifetime], right: list[Lifetime], on: Callable[[P, P], bool],
+                    within: int) -> list[Lifetime]:
+    """Every left event without a partner, as a point at its start plus ``within``."""
+    return [(a[0] + within, a[0] + within + 1, a[2]) for a in left if not partners(a, right, on, within)]
+
+
+@settings(SETTINGS, max_examples=examples(200))
+@given(data=st.data())
+def test_followed_by_is_each_left_event_with_its_earliest_partners(data: st.DataObject) -> None:
+    """At a finite CTI ``c`` (the least of the inputs'): every match starting before ``c`` — both
+    events are accepted, so stable, and a right event still to come starts at or after ``c``, after
+    the match. The right input is the left one about one time in four (a stream followed by itself)."""
+    left_items = data.draw(side(6), label="left")
+    same = data.draw(st.integers(0, 3), label="self") == 0
+    right_items = left_items if same else data.draw(side(6), label="right")
+    on, on_python = PATTERN_ONS[data.draw(st.integers(0, len(PATTERN_ONS) - 1), label="on")]
+    within = data.draw(st.one_of(st.none(), st.integers(1, 8)), label="within")
+    all_matches = data.draw(st.booleans(), label="all_matches")
+    left = sq.input("left", P, sq.Shape.INTERVAL)
+    right = left if same else sq.input("right", P, sq.Shape.INTERVAL)
+    q = left.followed_by(right, on, pattern_pair, None if within is None else us(within), all_matches)
+    given = {"left": left_items} if same else {"left": left_items, "right": right_items}
+    cti = least(cti_of(left_items), cti_of(right_items))
+    everything = followed_by(accepted(left_items), accepted(right_items), on_python, within, all_matches)
+    check(q, given, everything, [e for e in everything if cti is not None and e[0] < cti], cti)
+
+
+@settings(SETTINGS, max_examples=examples(200))
+@given(data=st.data())
+def test_not_followed_by_is_each_left_event_without_a_partner_within(data: st.DataObject) -> None:
+    """At finite CTIs: the output CTI is the lesser of the left CTI plus ``within`` (a left event
+    still to come is absent that long after it, or later) and the right CTI; every absence before it
+    is final — the right CTI passed it, so no partner can still come."""
+    left_items, right_items = data.draw(side(6), label="left"), data.draw(side(6), label="right")
+    on, on_python = PATTERN_ONS[data.draw(st.integers(0, len(PATTERN_ONS) - 1), label="on")]
+    within = data.draw(st.integers(1, 8), label="within")
+    left, right = sq.input("left", P, sq.Shape.INTERVAL), sq.input("right", P, sq.Shape.INTERVAL)
+    q = left.not_followed_by(right, on, us(within))
+    lcti = cti_of(left_items)
+    cti = least(None if lcti is None else extend(lcti, within), cti_of(right_items))
+    everything = not_followed_by(accepted(left_items), accepted(right_items), on_python, within)
+    check(q, {"left": left_items, "right": right_items}, everything,
+          [e for e in everything if cti is not None and e[0] < cti], cti)

@@ -34,6 +34,16 @@ wrong event ends before it":
   there or later), least over the keys — or ``s - within`` when that is greater — read from the
   data. With a condition of both payloads in ``on`` only ``s - within`` bounds it (the latest
   *matching* event may be older), and without ``within`` the right input is kept whole;
+- ``followed_by`` (docs/patterns.md): a match ending at or after ``f`` is a point at its partner's
+  start ``s >= f - 1``; its left event starts after ``s - within``. With ``within``: the left input
+  ``f - within``; the right input ``f`` with ``all_matches`` (the partners), else ``f - within``
+  too (to know a kept left event's earliest partner, every right event after it). Events kept
+  from before those floors (long intervals) only make matches before ``f - 1``: computed and
+  dropped; an event wrong from partial input ends before its floor, so it starts before every
+  event that matters. Without ``within`` the left input is kept whole (a left event waits for its
+  partner for good), and so is the right one except with ``all_matches`` (``f``);
+- ``not_followed_by``: an absence ending at or after ``f`` is a point at ``a.start + within >= f - 1``:
+  both inputs ``f - within - 1`` (its partners would start after ``a``);
 - ``to_signal``: per key, the last start before ``f`` (an event ends at the next start of its
   key: the last one before ``f`` and all after are needed), least over the keys — read from the
   data;
@@ -81,7 +91,7 @@ from pyspark.sql import functions as F
 
 from streamql.events import Shape
 from streamql.expr.nodes import Literal
-from streamql.query import as_of, esper, joins, nodes, windows
+from streamql.query import as_of, esper, joins, nodes, patterns, windows
 from streamql.spark.operators.as_of import keyed, split_on
 from streamql.spark.base.columns import END, START
 from streamql.spark.windows.esper import DROPPED, counts_dropped, offsets_of, with_offset
@@ -299,6 +309,30 @@ def _to_signal(node: as_of.ToSignal, floor: Floor, env: Mapping[str, Flow]) -> d
     keys = [F.col(k) for k in source.keys] + [compile_expr(node.key, by_name).alias("_sq_signal_key")]
     earliest = _last_before(source.frame, keys, F.col(START), floor, 1)
     return floors(node.source, floor if earliest is None else min(floor, earliest), env)
+
+
+@floors.register
+def _followed_by(node: patterns.FollowedBy, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
+    if node.within is None:
+        # a left event waits for its partners for good (and, by default, must see every right event
+        # after it to know its earliest)
+        right_floor = floor if node.all_matches else None
+        return merge(floors(node.left, None, env), floors(node.right, right_floor, env))
+    # a match ending at or after the floor is a point at a partner's start s >= floor - 1, whose
+    # left event starts after s - within: at or after floor - within
+    left_floor = _back(floor, node.within)
+    # every partner starts at or after floor - 1; by default, every right event after a kept left
+    # event's start is needed to know that none comes earlier
+    right_floor = floor if node.all_matches else left_floor
+    return merge(floors(node.left, left_floor, env), floors(node.right, right_floor, env))
+
+
+@floors.register
+def _not_followed_by(node: patterns.NotFollowedBy, floor: Floor, env: Mapping[str, Flow]) -> dict[str, Floor]:
+    # an absence ending at or after the floor is a point at a.start + within >= floor - 1: its left
+    # event starts at or after floor - within - 1, and its partners would start after that
+    needed = _back(floor, node.within + 1)
+    return merge(floors(node.left, needed, env), floors(node.right, needed, env))
 
 
 @floors.register

@@ -32,6 +32,7 @@ from streamql.spark.ingress.late import late_frame, late_records, written_column
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together
+from streamql.spark.runtime.connect import AnySession, is_session, with_stable_partitions
 from streamql.spark.runtime.workers import check_workers
 from streamql.time import from_micros
 
@@ -89,14 +90,14 @@ class Binder:
     >>> events = binding.collect(averages)                                                 # doctest: +SKIP
     """
 
-    def __init__(self, spark: SparkSession, _bindings: dict[str, Binding] | None = None) -> None:
-        if not isinstance(spark, SparkSession):
-            raise BindingError(f"Binder needs a SparkSession, got {spark!r}")
+    def __init__(self, spark: AnySession, _bindings: dict[str, Binding] | None = None) -> None:
+        if not is_session(spark):
+            raise BindingError(f"Binder needs a SparkSession (classic or Spark Connect), got {spark!r}")
         self._spark = spark
         self._bindings: dict[str, Binding] = dict(_bindings or {})
 
     @property
-    def spark(self) -> SparkSession:
+    def spark(self) -> AnySession:
         return self._spark
 
     @property
@@ -130,6 +131,8 @@ class Binder:
             raise BindingError(f"advance_time must be sq.AdvanceTimeSettings, got {advance_time!r}")
         binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows)
         check_binding(binding)
+        if not source.isStreaming:
+            binding = attrs.evolve(binding, source=with_stable_partitions(source))
         return Binder(self._spark, {**self._bindings, stream.node.name: binding})
 
     # --- running ------------------------------------------------------------------------

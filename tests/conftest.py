@@ -55,7 +55,7 @@ def spark() -> Iterator[SparkSession]:
             .config(map=dict(SMALL_QUERIES))
             .getOrCreate()
         )
-        yield remote  # type: ignore[misc]  # a Spark Connect session: the same API the tests use
+        yield remote  # a Spark Connect session: the same API the tests use
         remote.stop()
         return
     session = (

@@ -18,15 +18,18 @@ if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 
+# The first overload has no ``connect``: settings passed as ``**{"spark.x": "4"}`` (a dict of
+# strings) could otherwise be taken for it by the type checker.
 @overload
-def local_session(master: str = ..., connect: Literal[False] = ..., **config: str) -> SparkSession: ...
+def local_session(master: str = ..., **config: str) -> SparkSession: ...
+@overload
+def local_session(master: str = ..., *, connect: Literal[False], **config: str) -> SparkSession: ...
 @overload
 def local_session(master: str = ..., *, connect: Literal[True], **config: str) -> ConnectSession: ...
-@overload
-def local_session(master: str, connect: Literal[True], **config: str) -> ConnectSession: ...
 
 
-def local_session(master: str = "local[*]", connect: bool = False, **config: str) -> Any:
+def local_session(master: str = "local[*]", connect: bool = False,  # type: ignore[misc]  # see above
+                  **config: str) -> Any:
     """Builds a local SparkSession for streamql, or returns the active one.
 
     Spark's Python workers run this interpreter (``sys.executable``: ``PYSPARK_PYTHON`` is set

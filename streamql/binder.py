@@ -32,6 +32,7 @@ from streamql.spark.ingress.late import late_frame, late_records, written_column
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together
+from streamql.spark.runtime.connect import AnySession, is_session, with_stable_partitions
 from streamql.spark.runtime.workers import check_workers
 from streamql.time import from_micros
 
@@ -89,14 +90,24 @@ class Binder:
     >>> events = binding.collect(averages)                                                 # doctest: +SKIP
     """
 
-    def __init__(self, spark: SparkSession, _bindings: dict[str, Binding] | None = None) -> None:
-        if not isinstance(spark, SparkSession):
-            raise BindingError(f"Binder needs a SparkSession, got {spark!r}")
+    def __init__(self, spark: AnySession, _bindings: dict[str, Binding] | None = None) -> None:
+        if not is_session(spark):
+            raise BindingError(f"Binder needs a SparkSession (classic or Spark Connect), got {spark!r}")
         self._spark = spark
         self._bindings: dict[str, Binding] = dict(_bindings or {})
 
     @property
-    def spark(self) -> SparkSession:
+    def spark(self) -> AnySession:
+        return self._spark
+
+    def _classic(self, entry: str) -> SparkSession:
+        """The session, which ``entry`` needs to be a classic one (not yet Spark Connect)."""
+        if not isinstance(self._spark, SparkSession):
+            raise BindingError(
+                f"{entry} runs live queries on a classic SparkSession only, for now: over Spark Connect its "
+                "foreachBatch function would run on the server, away from the state this client keeps "
+                "(docs/spark-connect.md). Batch runs (run, collect, write, late, run_many, write_many) work on "
+                "Spark Connect.")
         return self._spark
 
     @property
@@ -130,6 +141,8 @@ class Binder:
             raise BindingError(f"advance_time must be sq.AdvanceTimeSettings, got {advance_time!r}")
         binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows)
         check_binding(binding)
+        if not source.isStreaming:
+            binding = attrs.evolve(binding, source=with_stable_partitions(source))
         return Binder(self._spark, {**self._bindings, stream.node.name: binding})
 
     # --- running ------------------------------------------------------------------------
@@ -244,8 +257,9 @@ class Binder:
         """
         from streamql.running import start
 
-        check_workers(self._spark)
-        return start(self._spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
+        spark = self._classic("start")
+        check_workers(spark)
+        return start(spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
                      output=output, trigger=trigger, feed=feed, late_sink=late_sink)
 
     def to_dataframe(self, q: Stream[T]) -> DataFrame:
@@ -332,7 +346,7 @@ class Binder:
         try:
             out = _user_columns(execution.released(Shape.INTERVAL), q)
             with phase("write"):
-                out.write.mode(mode).format(format).options(**options).save(path)
+                out.write.mode(save_mode(mode)).format(format).options(**options).save(path)
             if late_path is not None:
                 with phase("late records"):
                     _write_late(execution.late_frame(), late_path, format, mode)
@@ -399,15 +413,22 @@ class Binder:
         _check_names("start_many", queries, sinks, "sinks")
         if not queries:
             raise BindingError("start_many needs at least one query")
-        check_workers(self._spark)
-        return start_many(self._spark, self._bindings, queries, sinks=sinks, checkpoint=checkpoint, format=format,
+        spark = self._classic("start_many")
+        check_workers(spark)
+        return start_many(spark, self._bindings, queries, sinks=sinks, checkpoint=checkpoint, format=format,
                           name=name)
+
+
+def save_mode(mode: str) -> str:
+    """A save mode as both kinds of session take it: Spark Connect knows ``"error"`` but not its
+    alias ``"errorifexists"``."""
+    return "error" if mode.lower() == "errorifexists" else mode
 
 
 def _write_late(frame: DataFrame, path: str, format: str, mode: str) -> None:
     """``Binder.late``'s rows written to ``path`` (CSV gets the payload's fields as columns)."""
     written, options = written_columns(frame, format)
-    written.write.mode(mode).format(format).options(**options).save(path)
+    written.write.mode(save_mode(mode)).format(format).options(**options).save(path)
 
 
 def _user_columns(released: DataFrame, q: Stream[Any]) -> DataFrame:
@@ -550,7 +571,7 @@ class _Writes:
         """Query ``name``'s released events written to its path in a job of their own; its counts
         and final CTI."""
         out = user_columns(execution.released(Shape.INTERVAL), [f.name for f in execution.node.schema.fields])
-        out.write.mode(self.mode).format(self.format).options(**self.options[name]).save(self.paths[name])
+        out.write.mode(save_mode(self.mode)).format(self.format).options(**self.options[name]).save(self.paths[name])
         return execution.result([], [])
 
     def together(self, executions: Mapping[str, _Execution[Any]]) -> dict[str, Result[Any]]:

@@ -70,7 +70,7 @@ class Progress:
     started: float  # time.time() when the step began
     seconds: float  # how long the step took
     query: str = ""  # the query's name: its key in start_many, the running query's name for start
-    jobs: int = 0  # the Spark jobs the step ran (its scan's included)
+    jobs: int | None = 0  # the Spark jobs the step ran (its scan's included); None on Spark Connect
 
 
 _NUMBERS = itertools.count(1)
@@ -153,7 +153,7 @@ class _Query:
         """One step in ``session``: writes what it releases to the sink, its EDGE output to the feed,
         then commits its state. ``scanned``: the new rows scanned already, for several queries."""
         began = time.time()
-        with counting_jobs(self.spark.sparkContext, f"streamql: {self.name}, micro-batch {batch}") as jobs:
+        with counting_jobs(self.spark, f"streamql: {self.name}, micro-batch {batch}") as jobs:
             committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
         state = committed.state
         return Progress(

@@ -34,10 +34,30 @@ NO_DATAFRAME_DEBUGGING = ("spark.python.sql.dataFrameDebugging.enabled", "false"
 SMALL_QUERIES = (("spark.sql.adaptive.enabled", "false"), ("spark.sql.codegen.factoryMode", "NO_CODEGEN"))
 
 
+#: ``STREAMQL_SESSION=connect``: the tests' session is a Spark Connect one (a local server started
+#: in the test process, ``SparkSession.builder.remote("local[2]")``): the Spark Connect group
+#: (tests/connect/test_on_spark_connect.py) runs property tests so, in a process of its own
+CONNECT = os.environ.get("STREAMQL_SESSION") == "connect"
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
+    if CONNECT:
+        remote = (
+            SparkSession.builder.remote("local[2]")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", "2g")
+            .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
+            .config(map=dict(SMALL_QUERIES))
+            .getOrCreate()
+        )
+        yield remote  # a Spark Connect session: the same API the tests use
+        remote.stop()
+        return
     session = (
         SparkSession.builder.master("local[2]")
         .appName("streamql-tests")

@@ -124,4 +124,4 @@ def test_local_session_takes_a_local_master_and_string_settings() -> None:
     with pytest.raises(sq.BindingError, match="local_session builds a local session"):
         sq.local_session("yarn")
     with pytest.raises(sq.BindingError, match=r"spark.sql.shuffle.partitions=4 is a int \(write '4'\)"):
-        sq.local_session(**{"spark.sql.shuffle.partitions": 4})  # type: ignore[arg-type]
+        sq.local_session(**{"spark.sql.shuffle.partitions": 4})  # type: ignore[call-overload]

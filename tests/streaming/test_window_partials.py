@@ -123,7 +123,7 @@ def test_a_running_window_query_with_micro_batches_before_the_first_cti(spark: S
     running.stop()
     assert [p.released for p in running.progress][:2] == [0, 0]
     # the scan, the sink, the state (no feed)
-    assert all(p.jobs <= 3 for p in running.progress[:3]), [p.jobs for p in running.progress]
+    assert all(p.jobs is not None and p.jobs <= 3 for p in running.progress[:3]), [p.jobs for p in running.progress]
     data = spark.createDataFrame(everything, SCHEMA)
     expected = sq.Binder(spark).bind(READINGS, data, start="ts", advance_time=EVERY_4).collect(counts(READINGS))
     got = spark.read.parquet(str(tmp_path / "out")).select("start", "end", "meter", "n").collect()

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 import streamql as sq
+from streamql.spark.runtime.connect import is_connect
 from streamql.payload import schema_of
 from streamql.spark.base.schema import spark_type, spark_value
 from streamql.time import to_micros
@@ -61,6 +62,10 @@ def frame(spark: SparkSession, payload: type[Any], shape: sq.Shape, items: Seque
             rows.append((_micros(item.start), _micros(item.end), "INSERT", position) + values)
     if arrival and shuffled:
         random.Random(seed).shuffle(rows)
+    if is_connect(spark):
+        # a Spark Connect client sends its rows as one local relation, which the binder checkpoints
+        # on the server (runtime/connect.py): the partitions are Spark's, in the rows' order
+        return spark.createDataFrame(rows, T.StructType(fields))
     rdd = spark.sparkContext.parallelize(rows, max(1, partitions))
     return spark.createDataFrame(rdd, T.StructType(fields))
 

@@ -3,17 +3,20 @@
 A Spark job costs 0.1-0.3 s of fixed time on a small cluster, which dominates a small
 micro-batch; ``RunningQuery.progress`` reports how many a step ran. The jobs run from the
 calling thread are put in a job group of their own (a thread-local property, restored after)
-and counted from Spark's status tracker.
+and counted from Spark's status tracker. A Spark Connect session has no status tracker on the
+client: there the count is ``None`` (docs/spark-connect.md).
 """
 from __future__ import annotations
 
 import itertools
 import uuid
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import attrs
 from pyspark import SparkContext
+
+from streamql.spark.runtime.connect import context_of
 
 _NUMBERS = itertools.count(1)
 _GROUP = "spark.jobGroup.id"
@@ -22,10 +25,11 @@ _DESCRIPTION = "spark.job.description"
 
 @attrs.define
 class JobCount:
-    """The jobs counted by ``counting_jobs`` (filled in when its block ends)."""
+    """The jobs counted by ``counting_jobs`` (filled in when its block ends; ``None`` on a Spark
+    Connect session)."""
 
     group: str
-    jobs: int = 0
+    jobs: int | None = 0
 
 
 @contextmanager
@@ -39,13 +43,20 @@ def in_job_group(sc: SparkContext, group: str, description: str) -> Iterator[Non
         yield
     finally:
         for name, previous in saved.items():
-            sc._jsc.setLocalProperty(name, previous)  # None removes it
+            sc.setLocalProperty(name, previous)  # type: ignore[arg-type]  # None removes it
 
 
 @contextmanager
-def counting_jobs(sc: SparkContext, description: str) -> Iterator[JobCount]:
-    """Counts the Spark jobs that the block runs from this thread (into the yielded ``JobCount``)."""
+def counting_jobs(spark: Any, description: str) -> Iterator[JobCount]:
+    """Counts the Spark jobs that the block runs from this thread (into the yielded ``JobCount``);
+    ``spark``: a SparkSession of either kind. On a Spark Connect session nothing is counted
+    (``jobs`` is ``None``)."""
     count = JobCount(f"streamql-{next(_NUMBERS)}-{uuid.uuid4().hex[:8]}")
+    sc = context_of(spark)
+    if sc is None:
+        count.jobs = None
+        yield count
+        return
     with in_job_group(sc, count.group, description):
         try:
             yield count

@@ -17,8 +17,7 @@ from contextvars import ContextVar
 from typing import Iterator
 
 import attrs
-from pyspark.sql import SparkSession
-
+from streamql.spark.runtime.connect import AnySession
 from streamql.spark.runtime.jobs import JobCount, counting_jobs
 
 
@@ -28,7 +27,7 @@ class Phase:
 
     name: str
     seconds: float = 0.0
-    jobs: int = 0
+    jobs: int | None = 0  # None on a Spark Connect session
     times: int = 0
 
 
@@ -36,22 +35,26 @@ class Phase:
 class Phases:
     """The phases recorded by ``recording``, in the order they first ran."""
 
-    spark: SparkSession = attrs.field(repr=False)
+    spark: AnySession = attrs.field(repr=False)
     by_name: dict[str, Phase] = attrs.field(factory=dict)
 
-    def add(self, name: str, seconds: float, jobs: int) -> None:
+    def add(self, name: str, seconds: float, jobs: int | None) -> None:
         phase = self.by_name.setdefault(name, Phase(name))
         phase.seconds += seconds
-        phase.jobs += jobs
+        phase.jobs = None if phase.jobs is None or jobs is None else phase.jobs + jobs
         phase.times += 1
 
     @property
-    def jobs(self) -> int:
-        return sum(p.jobs for p in self.by_name.values())
+    def jobs(self) -> int | None:
+        """The jobs of all phases (``None`` on a Spark Connect session, which cannot count them)."""
+        counts = [p.jobs for p in self.by_name.values()]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
 
     def table(self) -> str:
-        """One line: ``name seconds (jobs)`` per phase."""
-        return ", ".join(f"{p.name} {p.seconds:.2f} s ({p.jobs} job{'s' if p.jobs != 1 else ''})"
+        """One line: ``name seconds (jobs)`` per phase (only ``name seconds`` where jobs are not
+        counted)."""
+        return ", ".join(f"{p.name} {p.seconds:.2f} s" + ("" if p.jobs is None else
+                                                           f" ({p.jobs} job{'s' if p.jobs != 1 else ''})")
                          for p in self.by_name.values())
 
 
@@ -59,7 +62,7 @@ _CURRENT: ContextVar[Phases | None] = ContextVar("streamql_phases", default=None
 
 
 @contextmanager
-def recording(spark: SparkSession) -> Iterator[Phases]:
+def recording(spark: AnySession) -> Iterator[Phases]:
     """Records the phases of the runs in the block (what is outside any phase is ``other``)."""
     phases = Phases(spark)
     token = _CURRENT.set(phases)
@@ -77,7 +80,7 @@ def phase(name: str) -> Iterator[None]:
     if phases is None:
         yield
         return
-    with _own_time(phases, name) as count, counting_jobs(phases.spark.sparkContext, f"streamql: {name}") as jobs:
+    with _own_time(phases, name) as count, counting_jobs(phases.spark, f"streamql: {name}") as jobs:
         count.append(jobs)
         yield
 

@@ -1,19 +1,35 @@
 """``sq.local_session``: a local SparkSession configured for streamql — Python workers that run the
-driver's interpreter (so they import streamql), application times shown in UTC, no web UI."""
+driver's interpreter (so they import streamql), application times shown in UTC, no web UI; with
+``connect=True`` a Spark Connect session to a local Spark Connect server configured so."""
 from __future__ import annotations
 
 import os
 import shutil
 import sys
 import warnings
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pyspark.sql import SparkSession
 
 from streamql.errors import BindingError
 from streamql.spark.runtime.workers import is_local
 
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-def local_session(master: str = "local[*]", **config: str) -> SparkSession:
+
+# The first overload has no ``connect``: settings passed as ``**{"spark.x": "4"}`` (a dict of
+# strings) could otherwise be taken for it by the type checker.
+@overload
+def local_session(master: str = ..., **config: str) -> SparkSession: ...
+@overload
+def local_session(master: str = ..., *, connect: Literal[False], **config: str) -> SparkSession: ...
+@overload
+def local_session(master: str = ..., *, connect: Literal[True], **config: str) -> ConnectSession: ...
+
+
+def local_session(master: str = "local[*]", connect: bool = False,  # type: ignore[misc]  # see above
+                  **config: str) -> Any:
     """Builds a local SparkSession for streamql, or returns the active one.
 
     Spark's Python workers run this interpreter (``sys.executable``: ``PYSPARK_PYTHON`` is set
@@ -29,6 +45,11 @@ def local_session(master: str = "local[*]", **config: str) -> SparkSession:
     workers run another interpreter. For a cluster, build the session as usual
     (docs/cluster.md).
 
+    ``connect=True`` starts a local Spark Connect server (``local`` or ``local[N]`` master, the
+    same settings, its Python workers running this interpreter) and returns a Spark Connect
+    session to it — the kind of session Databricks Connect and serverless compute give
+    (docs/spark-connect.md). It needs PySpark's Connect client: ``pip install streamql[connect]``.
+
     >>> spark = sq.local_session("local[2]", **{"spark.sql.shuffle.partitions": "4"})  # doctest: +SKIP
     >>> spark.conf.get("spark.sql.session.timeZone")                                   # doctest: +SKIP
     'UTC'
@@ -41,6 +62,8 @@ def local_session(master: str = "local[*]", **config: str) -> SparkSession:
         if not isinstance(value, str):
             raise BindingError(f"local_session: Spark settings are strings; {key}={value!r} is a "
                                f"{type(value).__name__} (write {str(value)!r})")
+    if connect:
+        return _local_connect_session(master, config)
     active = SparkSession.getActiveSession()
     if active is not None:
         workers = active.sparkContext.pythonExec
@@ -49,7 +72,18 @@ def local_session(master: str = "local[*]", **config: str) -> SparkSession:
                           f"not this interpreter ({sys.executable}); stop it first (spark.stop()) to get a "
                           "session whose workers run this interpreter", RuntimeWarning, stacklevel=2)
         return active
-    settings = {
+    settings = _settings(config)
+    # PySpark reads the workers' interpreter from PYSPARK_PYTHON when it starts the SparkContext
+    # (spark.pyspark.python is read by spark-submit, not by a plain ``python script.py``)
+    os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+    builder = SparkSession.builder.master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _settings(config: dict[str, str]) -> dict[str, str]:
+    return {
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.sql.session.timeZone": "UTC",
@@ -61,10 +95,29 @@ def local_session(master: str = "local[*]", **config: str) -> SparkSession:
         "spark.python.sql.dataFrameDebugging.enabled": "false",
         **config,
     }
-    # PySpark reads the workers' interpreter from PYSPARK_PYTHON when it starts the SparkContext
-    # (spark.pyspark.python is read by spark-submit, not by a plain ``python script.py``)
+
+
+def _local_connect_session(master: str, config: dict[str, str]) -> Any:
+    """A Spark Connect session to a local server started in this process (PySpark's
+    ``SparkSession.builder.remote("local[N]")``), whose Python workers run this interpreter."""
+    if not is_local(master):
+        raise BindingError(f"local_session(connect=True) starts a local Spark Connect server (master local or "
+                           f"local[N]), got master {master!r}; for a remote server use "
+                           "SparkSession.builder.remote('sc://host:port') (docs/spark-connect.md)")
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError as exc:
+        raise BindingError(f"local_session(connect=True) needs PySpark's Spark Connect client ({exc}): "
+                           "pip install 'streamql[connect]'") from exc
+    active = ConnectSession.getActiveSession()
+    if active is not None:
+        return active
+    if SparkSession.getActiveSession() is not None:
+        raise BindingError("local_session(connect=True): a classic SparkSession is active in this process; stop it "
+                           "first (spark.stop()): the local Spark Connect server starts Spark in this process")
+    settings = _settings(config)
     os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
-    builder = SparkSession.builder.master(master)
+    builder = SparkSession.builder.remote(master.strip())
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

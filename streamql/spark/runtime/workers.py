@@ -1,6 +1,8 @@
-"""Spark's Python workers: before its first job on a SparkContext the binder checks, with one tiny
-job, that the workers can import what streamql runs in them (streamql, pyarrow, pandas); on a
-cluster it ships streamql to the executors itself when only streamql is missing.
+"""Spark's Python workers: before its first job on a session the binder checks, with one tiny
+job (a ``mapInArrow`` probe, which classic and Spark Connect sessions both run), that the workers
+can import what streamql runs in them (streamql, pyarrow, pandas); on a cluster it ships streamql
+to the executors itself when only streamql is missing (``addPyFile`` on a classic session,
+``addArtifacts(..., pyfile=True)`` on a Spark Connect one).
 
 >>> check_workers(spark)  # doctest: +SKIP   (raises BindingError naming the fix when they cannot)
 """
@@ -19,8 +21,11 @@ from typing import Any, Callable
 
 import attrs
 from pyspark import SparkContext
+from pyspark.sql import SparkSession
 
 from streamql.errors import BindingError
+from streamql.spark.runtime.connect import context_of, is_connect
+from streamql.spark.runtime.jobs import in_job_group
 
 #: what the Python workers import when they run streamql's code (the arrival scan's mapInArrow,
 #: edge matching, user-defined aggregates)
@@ -48,87 +53,115 @@ class Probe:
     failures: tuple[Failure, ...]
 
 
-Prober = Callable[[object], tuple[str, list[tuple[str, str | None, str]]]]
+Prober = Callable[[Any], Any]
+
+#: the probe's one output row
+PROBE_SCHEMA = "executable string, failures array<struct<module: string, missing: string, error: string>>"
 
 
 def _prober() -> Prober:
     # A function nested in another is sent to the workers by value (cloudpickle cannot find it by
     # name), and it refers to nothing but builtins and modules it imports itself: the worker runs
-    # it without importing this module, which is what it checks.
+    # it without importing this module, which is what it checks. ``mapInArrow`` imports pyarrow in
+    # the worker before it calls the function: a worker without pyarrow fails the job, which the
+    # check reports with the worker's error.
     needed = NEEDED
 
-    def probe(_: object) -> tuple[str, list[tuple[str, str | None, str]]]:
+    def probe(batches: Any) -> Any:
         import importlib
         import sys as worker_sys
 
-        failed: list[tuple[str, str | None, str]] = []
+        import pyarrow
+
+        for _ in batches:
+            pass
+        failed = []
         for module in needed:
             try:
                 importlib.import_module(module)
             except Exception as exc:  # noqa: BLE001 - any failure to import is reported
-                failed.append((module, getattr(exc, "name", None), f"{type(exc).__name__}: {exc}"))
-        return worker_sys.executable, failed
+                failed.append({"module": module, "missing": getattr(exc, "name", None),
+                               "error": f"{type(exc).__name__}: {exc}"})
+        yield pyarrow.RecordBatch.from_pylist([{"executable": worker_sys.executable, "failures": failed}])
 
     return probe
 
 
-_checked: dict[str, str | None] = {}  # by SparkContext: the check's error message, None if it passed
+_checked: dict[str, str | None] = {}  # by SparkContext or Connect session: the check's message, None if it passed
 _lock = threading.Lock()
 
 
 def check_workers(spark: Any) -> None:
     """Raises ``BindingError`` unless Spark's Python workers can import streamql, pyarrow and
-    pandas. Runs one tiny job the first time it is called for a SparkContext and caches the outcome
-    (``spark``: a SparkSession or a SparkContext). On a cluster (a master other than ``local``/
-    ``local[N]``) whose workers lack only streamql, it ships streamql with ``addPyFile`` and checks
-    again."""
-    sc: SparkContext = spark if isinstance(spark, SparkContext) else spark.sparkContext
-    key = f"{sc.applicationId}/{id(sc)}"
+    pandas. Runs one tiny job the first time it is called for a SparkContext (a Spark Connect
+    session: for the session) and caches the outcome (``spark``: a SparkSession of either kind or
+    a SparkContext). On a cluster (a master other than ``local``/``local[N]``) whose workers lack
+    only streamql, it ships streamql to them and checks again."""
+    session = _session(spark)
+    sc = context_of(session)
+    key = f"{sc.applicationId}/{id(sc)}" if sc is not None else f"connect/{session.session_id}"
     with _lock:
         if key not in _checked:
-            _checked[key] = _check(sc)
+            _checked[key] = _check(session)
         outcome = _checked[key]
     if outcome is not None:
         raise BindingError(outcome)
 
 
-def _check(sc: SparkContext) -> str | None:
+def _session(spark: Any) -> Any:
+    if isinstance(spark, SparkContext):
+        return SparkSession.getActiveSession() or SparkSession(spark)
+    return spark
+
+
+def _check(spark: Any) -> str | None:
     """None if the workers import everything (after shipping streamql, where that is done), else
     the error message."""
     try:
-        probe = run_probe(sc)
+        probe = run_probe(spark)
     except Exception as exc:  # noqa: BLE001 - the workers did not run: say so, with Spark's reason
-        return _message(sc, None, f"Spark's Python workers did not run ({_reason(exc)})")
+        return _message(spark, None, f"Spark's Python workers did not run ({_reason(exc)})")
     if not probe.failures:
         return None
-    if not (_only_streamql_missing(probe) and not is_local(sc.master or "")):
-        return _message(sc, probe, f"Spark's Python workers cannot import {_failed(probe)}")
-    sc.addPyFile(str(packed_streamql()))
+    if not (_only_streamql_missing(probe) and not is_local(_master(spark))):
+        return _message(spark, probe, f"Spark's Python workers cannot import {_failed(probe)}")
+    sc = context_of(spark)
+    if sc is not None:
+        sc.addPyFile(str(packed_streamql()))
+        how = "addPyFile"
+    else:
+        spark.addArtifacts(str(packed_streamql()), pyfile=True)
+        how = "addArtifacts"
     try:
-        shipped = run_probe(sc)
+        shipped = run_probe(spark)
     except Exception as exc:  # noqa: BLE001
-        return _message(sc, None, f"Spark's Python workers did not run after streamql was shipped to them "
-                                  f"({_reason(exc)})")
+        return _message(spark, None, f"Spark's Python workers did not run after streamql was shipped to them "
+                                     f"({_reason(exc)})")
     if not shipped.failures:
         return None
-    return _message(sc, shipped, f"Spark's Python workers cannot import {_failed(shipped)}, even with "
-                                 "streamql shipped to them (addPyFile)")
+    return _message(spark, shipped, f"Spark's Python workers cannot import {_failed(shipped)}, even with "
+                                    f"streamql shipped to them ({how})")
 
 
-def run_probe(sc: SparkContext) -> Probe:
-    """Runs the probe in one task (in a job group of its own, restoring the caller's) and returns
-    what the worker reported."""
-    properties = {"spark.jobGroup.id": JOB_GROUP,
-                  "spark.job.description": "streamql: can the Python workers import streamql, pyarrow and pandas?"}
-    saved = {name: sc.getLocalProperty(name) for name in properties}
-    for name, value in properties.items():
-        sc.setLocalProperty(name, value)
-    try:
-        executable, failed = sc.parallelize([0], 1).map(_prober()).collect()[0]
-    finally:
-        for name, previous in saved.items():
-            sc._jsc.setLocalProperty(name, previous)  # None removes it
-    return Probe(executable, tuple(Failure(module, missing, error) for module, missing, error in failed))
+def run_probe(spark: Any) -> Probe:
+    """Runs the probe in one task (on a classic session in a job group of its own, restoring the
+    caller's) and returns what the worker reported."""
+    spark = _session(spark)
+    frame = spark.range(0, 1, 1, 1).mapInArrow(_prober(), PROBE_SCHEMA)
+    sc = context_of(spark)
+    if sc is None:
+        row = frame.collect()[0]
+    else:
+        with in_job_group(sc, JOB_GROUP, "streamql: can the Python workers import streamql, pyarrow and pandas?"):
+            row = frame.collect()[0]
+    return Probe(row["executable"], tuple(Failure(f["module"], f["missing"], f["error"]) for f in row["failures"]))
+
+
+def _master(spark: Any) -> str:
+    sc = context_of(spark)
+    if sc is not None:
+        return sc.master or ""
+    return str(spark.conf.get("spark.master", None) or "")
 
 
 def is_local(master: str) -> bool:
@@ -170,7 +203,20 @@ def _reason(exc: Exception) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _message(sc: SparkContext, probe: Probe | None, problem: str) -> str:
+def _message(spark: Any, probe: Probe | None, problem: str) -> str:
+    sc = context_of(spark)
+    if sc is None:
+        worker = "the Spark Connect server's (its PYSPARK_PYTHON or spark.pyspark.python)"
+        if probe is not None:
+            worker = f"{probe.executable} (a worker's sys.executable), {worker}"
+        return (
+            f"{problem}: queries run streamql's Python code in them.\n"
+            f"  worker interpreter: {worker}\n"
+            f"  driver interpreter: {sys.executable} (this client)\n"
+            "Fix: install streamql with pyarrow and pandas into the Python of the Spark Connect server's "
+            "workers, or start the server with PYSPARK_PYTHON naming a Python that has them; locally, "
+            "sq.local_session(connect=True) starts a server whose workers run this interpreter "
+            "(docs/spark-connect.md).")
     started = sc.pythonExec  # PySpark reads PYSPARK_PYTHON once, when the SparkContext starts
     origin = ("PYSPARK_PYTHON is not set" if "PYSPARK_PYTHON" not in os.environ and started == "python3"
               else "from PYSPARK_PYTHON")

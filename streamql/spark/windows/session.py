@@ -39,6 +39,7 @@ from streamql.spark.base.aggregates import member_aggregates, result_name
 from streamql.spark.windows.hopping import floor_div
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis, shifted
+from streamql.spark.runtime.connect import parallelism as session_parallelism
 from streamql.spark.windows.stability import stable_once_cti_reaches
 from streamql.spark.windows.snapshot import RANGES_PER_CORE, range_borders, range_of
 from streamql.time import INFINITY_MICROS
@@ -56,7 +57,7 @@ def session_rows(frame: DataFrame, keys: tuple[str, ...], gap: int) -> DataFrame
     extended = frame.withColumn(EXTENDED, shifted(F.col(END), gap))
     if keys:
         return _swept(extended, keys, None, None)
-    parallelism = frame.sparkSession.sparkContext.defaultParallelism
+    parallelism = session_parallelism(frame.sparkSession)
     borders = range_borders(frame, RANGES_PER_CORE * parallelism)
     ranged = extended.withColumn(_RANGE, range_of(F.col(START), borders))
     incoming, carried = _across_ranges(ranged)

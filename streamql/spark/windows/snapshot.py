@@ -58,6 +58,7 @@ from streamql.spark.base.aggregates import MEMBERS, fold_user_aggregate, gathers
     value_name
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis
+from streamql.spark.runtime.connect import parallelism as session_parallelism
 from streamql.time import INFINITY_MICROS, MAX_MICROS
 
 #: the sweep partition: ``struct(keys)`` for a grouped window, the range's index for an ungrouped one
@@ -116,7 +117,7 @@ def snapshot_windows(frame: DataFrame, keys: tuple[str, ...], aggregates: Sequen
     ``group_ctis``: inside ``group_apply``, each group's own CTI (``cti`` is then the least of them).
     """
     if not keys:
-        parallelism = frame.sparkSession.sparkContext.defaultParallelism
+        parallelism = session_parallelism(frame.sparkSession)
         return snapshot_over_ranges(frame, aggregates, cti, range_borders(frame, RANGES_PER_CORE * parallelism))
     # one column partitions the sweep — the key itself, or a struct of several: null key fields
     # compare equal in both, so nulls are a group of their own in windows and aggregations alike

@@ -1,0 +1,93 @@
+"""Both kinds of SparkSession: a classic one (this process drives a JVM through py4j and has a
+``SparkContext``) and a Spark Connect one (``pyspark.sql.connect.session.SparkSession``: a gRPC
+client of a Spark Connect server — ``SparkSession.builder.remote(...)``, Databricks Connect,
+serverless compute). streamql runs on the DataFrame and Structured Streaming API both have; what
+only a classic session offers (Spark's status tracker for job counts, ``SparkContext.addPyFile``)
+is reached through this module and is ``None`` on a Connect session (docs/spark-connect.md).
+
+PySpark's Connect client needs ``grpcio`` and friends (``pip install streamql[connect]``), so the
+Connect classes are never imported here: a session is recognised by its class's module.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Union
+
+from pyspark import SparkContext
+from pyspark.sql import DataFrame, SparkSession
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+#: a SparkSession of either kind
+AnySession = Union[SparkSession, "ConnectSession"]
+
+
+def is_connect(spark: object) -> bool:
+    """Whether ``spark`` is a Spark Connect session."""
+    return type(spark).__module__.startswith("pyspark.sql.connect") and hasattr(spark, "client")
+
+
+def is_session(spark: object) -> bool:
+    """Whether ``spark`` is a SparkSession, classic or Spark Connect."""
+    return isinstance(spark, SparkSession) or is_connect(spark)
+
+
+def context_of(spark: Any) -> SparkContext | None:
+    """The ``SparkContext`` of a classic session, ``None`` for a Spark Connect one."""
+    if isinstance(spark, SparkSession):
+        return spark.sparkContext
+    return None
+
+
+def parallelism(spark: Any) -> int:
+    """How many tasks the session runs at once: a classic session's default parallelism; on Spark
+    Connect ``spark.default.parallelism`` if set, else the cores of a ``local[N]`` master, else the
+    shuffle partitions (a reasonable split of the work; only the balance depends on it)."""
+    sc = context_of(spark)
+    if sc is not None:
+        return int(sc.defaultParallelism)
+    conf = spark.conf
+    configured = conf.get("spark.default.parallelism", None)
+    if configured:
+        return max(1, int(configured))
+    master = conf.get("spark.master", None) or ""
+    local = re.fullmatch(r"local\[(\d+)(,\s*\d+)?\]", master.strip())
+    if local:
+        return max(1, int(local.group(1)))
+    return max(1, int(conf.get("spark.sql.shuffle.partitions", "200") or "200"))
+
+
+def with_stable_partitions(df: DataFrame) -> DataFrame:
+    """``df``, materialised once on the server (``localCheckpoint``) if it is a Spark Connect
+    DataFrame that reads rows sent by the client (``createDataFrame`` of local data); else ``df``
+    itself.
+
+    The arrival-order scan numbers an input's rows by their Spark partition and their position in
+    it (``monotonically_increasing_id``), in several jobs, and needs every job to see the same
+    partitions. A file or table source has them; rows sent by a Connect client do not: Spark
+    Connect runs some plans over such a relation in one partition and others in several. A
+    checkpoint fixes them (one small job: the data came from the client)."""
+    if is_connect(df.sparkSession) and _reads_local_relation(getattr(df, "_plan", None)):
+        return df.localCheckpoint(eager=True)
+    return df
+
+
+def _reads_local_relation(plan: object) -> bool:
+    """Whether a Spark Connect logical plan (``pyspark.sql.connect.plan``) reads a relation of
+    rows sent by the client."""
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen or not hasattr(node, "_root_plan_id"):
+            continue
+        seen.add(id(node))
+        if "LocalRelation" in type(node).__name__:
+            return True
+        for value in vars(node).values():
+            stack.extend(value if isinstance(value, (list, tuple)) else [value])
+    return False
+
+
+__all__ = ["AnySession", "context_of", "is_connect", "is_session", "parallelism", "with_stable_partitions"]

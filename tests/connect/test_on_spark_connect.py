@@ -1,0 +1,42 @@
+"""streamql over Spark Connect (docs/spark-connect.md): the Spark property tests of stateless
+operators, windows, joins and late records, and the Connect-only tests
+(``test_connect_session.py``), run in a process of their own whose test session is a Spark Connect
+one (``STREAMQL_SESSION=connect``: ``SparkSession.builder.remote("local[2]")``, a local Spark
+Connect server started in that process; tests/conftest.py). A process holds one SparkContext —
+the session fixture's here — so the group runs in a subprocess, as the local-cluster group does.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: the Spark property tests run again over Spark Connect, at the default tier's counts
+PROPERTY_TESTS = (
+    "tests/spark/test_against_reference.py",           # stateless operators, every input shape
+    "tests/spark/test_windows_against_reference.py",   # every window kind, grouped and not
+    "tests/spark/test_joins_against_reference.py",     # joins, anti-joins, clip, unions
+    "tests/spark/test_late_on_spark.py",               # late records, Binder.late and write(late_path=)
+    "tests/connect/test_connect_session.py",           # what only a Connect session shows
+)
+
+
+@pytest.mark.connect
+@pytest.mark.slow
+def test_property_tests_pass_over_spark_connect() -> None:
+    env = {**os.environ, "STREAMQL_SESSION": "connect", "PYSPARK_PYTHON": sys.executable,
+           "STREAMQL_DEPTH": "default"}
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "not slow",
+               "--durations=0", "-W", "ignore::UserWarning", *PROPERTY_TESTS]
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the Spark Connect group did not finish in {exc.timeout} s:\n{exc.stdout!r}")
+    report = f"stdout (end):\n{done.stdout[-12000:]}\nstderr (end):\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, report
+    assert " passed" in done.stdout and "failed" not in done.stdout, report

@@ -50,6 +50,22 @@ Rows (names for ``--only``, default all):
   top-k            5 M points over 1,000 meters, each reading's consumption drawn by a hash: grouped
                    hopping_window(10 min, 1 min).top_k(3) by consumption; baseline: F.window, then
                    rank() over (window, meter) ordered by consumption, rank <= 3
+  followed-by      1 M withdrawals over 10,000 accounts (each withdrawal's account drawn by a hash: an
+                   account withdraws every 10 minutes on average; no two withdrawals at one time):
+                   withdrawals.followed_by(withdrawals) of the same account within 10 min (the next
+                   withdrawal of the account, about 63 % of them match); baseline: lead() over the
+                   account ordered by time (the next withdrawal), then a filter on the difference
+                   < 10 min. With distinct times per account the next row is the one earliest partner;
+                   with ties of start lead() would pick one of the tied partners where streamql
+                   matches them all, so the generator never ties
+  not-followed-by  1 M orders (one every 10 ms, unique order ids, 100,000 customers) and their payments,
+                   each order's fate drawn by a hash: 90 % paid 1 s to < 15 min later, 5 % paid 15 min
+                   (1 % exactly at the bound, which is too late) to 25 min later, 5 % never paid:
+                   orders.not_followed_by(payments) on the order id within 15 min (~10 % reported, at
+                   order time + 15 min); baseline: a left anti-join of the orders with the payments on
+                   the order id and order time < payment time < order time + 15 min. The payments
+                   arrive in their orders' order (up to 25 min out of time order), so this row's CTIs
+                   lag by 30 minutes: none is late
   cached-sliding-avg, cached-hopping, cached-join
                    2 M readings / 2 M hits / 0.5 M x 0.5 M intervals cached in memory (and materialized
                    before timing) with an arrival column, as in a notebook reusing its input: where the
@@ -141,6 +157,31 @@ class MeterTop:
     meter: str
     consumption: float
     rank: int
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    account: str
+    amount: float
+
+
+@dataclass(frozen=True)
+class Twice:
+    account: str
+    first: float
+    second: float
+
+
+@dataclass(frozen=True)
+class Order:
+    order_id: int
+    customer: str
+    total: float
+
+
+@dataclass(frozen=True)
+class Payment:
+    order_id: int
 
 
 @dataclass(frozen=True)
@@ -259,6 +300,61 @@ def tiny_clicks(spark: SparkSession) -> DataFrame:
     return clicks(spark, 300, 2, keys=5, spacing=20_000_000)
 
 
+def withdrawals(spark: SparkSession, n: int, partitions: int, *, accounts: int = 10_000,
+                spacing: int = 60_000) -> DataFrame:
+    """``n`` withdrawals, one every ``spacing`` microseconds (60 ms: 1 M withdrawals span ~17 hours), out
+    of order as in ``spread_points``; each one's account (``a0`` ...) and amount (a multiple of 0.5
+    below 1,000) drawn by hashes of its number: an account withdraws every ``accounts * spacing`` on
+    average (10 minutes). No two withdrawals start at one time (with ``spacing`` > 1.2 ms: a start
+    moves back by less than 0.6 ms, or by ``spacing`` plus that, which puts it before the previous
+    event's start, whose own move differs), so the next withdrawal of an account is its only
+    earliest partner, as ``lead`` assumes."""
+    ids = spark.range(0, n, 1, partitions)
+    start = F.col("id") * spacing - (F.col("id") % 7) * 100
+    start = F.when(F.col("id") % 10 == 9, start - spacing).otherwise(start)
+    account = F.pmod(F.xxhash64(F.col("id")), F.lit(accounts))
+    amount = F.pmod(F.xxhash64(F.col("id"), F.lit(1)), F.lit(2000)) * 0.5
+    return ids.select(start.alias("ts"), F.concat(F.lit("a"), account.cast("string")).alias("account"),
+                      amount.alias("amount"))
+
+
+def tiny_withdrawals(spark: SparkSession) -> DataFrame:
+    """300 withdrawals of 5 accounts, one every 2 minutes (10 hours): an account every 10 minutes on
+    average."""
+    return withdrawals(spark, 300, 2, accounts=5, spacing=120_000_000)
+
+
+WITHIN_PAID = timedelta(minutes=15)
+WITHIN_PAID_MICROS = 900_000_000
+
+
+def orders_payments(spark: SparkSession, n: int, partitions: int, *, customers: int = 100_000,
+                    spacing: int = 10_000) -> DataFrame:
+    """``n`` orders (``side`` 0), one every ``spacing`` microseconds (10 ms: 1 M orders span ~2.8 hours)
+    with order ids 0 .. n - 1, and their payments (``side`` 1) right after each order in the frame
+    (the arrival order), at a delay drawn by a hash of the order id: 90 % of the orders are paid 1 s
+    to less than 15 minutes later, 1 % exactly 15 minutes later (too late: the bound is half-open),
+    4 % 15 to 25 minutes later, 5 % never. Each order's customer (``c0`` ...) is drawn by a hash,
+    its total is a multiple of 0.25. The payments arrive up to 25 minutes out of time order:
+    ``paying``'s CTIs lag by 30 minutes."""
+    ids = spark.range(0, 2 * n, 1, partitions)
+    order, side = F.floor(F.col("id") / 2), F.col("id") % 2
+    fate = F.pmod(F.xxhash64(order), F.lit(100))
+    drawn = F.xxhash64(order, F.lit(1))
+    delay = (F.when(fate < 90, 1_000_000 + F.pmod(drawn, F.lit(WITHIN_PAID_MICROS - 1_000_000)))
+             .when(fate == 90, F.lit(WITHIN_PAID_MICROS))
+             .otherwise(WITHIN_PAID_MICROS + F.pmod(drawn, F.lit(600_000_000))))
+    customer = F.concat(F.lit("c"), F.pmod(F.xxhash64(order, F.lit(2)), F.lit(customers)).cast("string"))
+    rows = ids.select(side.cast("int").alias("side"), (order * spacing + side * delay).alias("ts"),
+                      order.alias("order_id"), customer.alias("customer"), ((order % 400) * 0.25).alias("total"))
+    return rows.filter((F.col("side") == 0) | (fate < 95))
+
+
+def tiny_orders_payments(spark: SparkSession) -> DataFrame:
+    """300 orders of 7 customers, one every 10 s (50 minutes), and their payments."""
+    return orders_payments(spark, 300, 2, customers=7, spacing=10_000_000)
+
+
 def meters(spark: SparkSession, n: int, partitions: int) -> DataFrame:
     return spread_points(spark, n, partitions, key="meter")
 
@@ -307,6 +403,13 @@ def flushing() -> sq.AdvanceTimeSettings:
         generation=sq.AdvanceTimeGeneration(every_events=1000, delay=timedelta(milliseconds=1), flush=True))
 
 
+def paying() -> sq.AdvanceTimeSettings:
+    """``flushing`` with CTIs 30 minutes behind: the payments of ``orders_payments`` arrive up to 25
+    minutes out of time order, and none is late."""
+    return sq.AdvanceTimeSettings(
+        generation=sq.AdvanceTimeGeneration(every_events=1000, delay=timedelta(minutes=30), flush=True))
+
+
 Query = tuple[sq.Stream[Any], sq.Stream[Any]]  # (the input, the query)
 
 
@@ -349,6 +452,47 @@ def top_k_query() -> Query:
          .hopping_window(timedelta(minutes=10), timedelta(minutes=1))
          .top_k(3, lambda e: e.consumption, lambda e, rank: MeterTop(e.meter, e.consumption, rank)))
     return inp, q
+
+
+WITHIN_TWICE = timedelta(minutes=10)
+WITHIN_TWICE_MICROS = 600_000_000
+
+
+def followed_by_query() -> Query:
+    inp = sq.input("withdrawals", Withdrawal)
+    q = inp.followed_by(inp, lambda a, b: a.account == b.account, lambda a, b: Twice(a.account, a.amount, b.amount),
+                        within=WITHIN_TWICE)
+    return inp, q
+
+
+def not_followed_by_query() -> Query:
+    orders = sq.input("orders", Order)
+    payments = sq.input("payments", Payment)
+    return orders, orders.not_followed_by(payments, lambda o, p: o.order_id == p.order_id, within=WITHIN_PAID)
+
+
+def bind_orders_payments(spark: SparkSession, case: Case, source: DataFrame) -> tuple[sq.Binder, sq.Stream[Any]]:
+    """The orders and the payments of ``orders_payments``, from its ``side`` column."""
+    _, q = case.query()
+    orders = source.filter(F.col("side") == 0).select("ts", "order_id", "customer", "total")
+    payments = source.filter(F.col("side") == 1).select("ts", "order_id")
+    binder = (sq.Binder(spark)
+              .bind(sq.input("orders", Order), orders, start="ts", advance_time=case.settings())
+              .bind(sq.input("payments", Payment), payments, start="ts", advance_time=case.settings()))
+    return binder, q
+
+
+def join_items(rows: list[Any]) -> dict[str, list[sq.Insert[Any]]]:
+    """The join rows' two sides of one source (``sides``)."""
+    return {"left": [sq.Insert(r["ts"], r["te"], Left(r["key"], r["v"])) for r in rows if r["side"] == 0],
+            "right": [sq.Insert(r["ts"], r["te"], Right(r["key"], r["v"])) for r in rows if r["side"] == 1]}
+
+
+def order_items(rows: list[Any]) -> dict[str, list[sq.Insert[Any]]]:
+    """The orders and the payments of ``orders_payments``, as points."""
+    return {"orders": [sq.Insert(r["ts"], r["ts"] + 1, Order(r["order_id"], r["customer"], r["total"]))
+                       for r in rows if r["side"] == 0],
+            "payments": [sq.Insert(r["ts"], r["ts"] + 1, Payment(r["order_id"])) for r in rows if r["side"] == 1]}
 
 
 SESSION_GAP = "3 minutes"
@@ -462,6 +606,32 @@ def sessions_baseline(source: DataFrame) -> DataFrame:
                           F.timestamp_micros(F.unix_micros(F.col("w.end")) + 1).alias("end"), "user", "count")
 
 
+def followed_by_baseline(source: DataFrame) -> DataFrame:
+    """The next withdrawal of the account (``lead`` over the account in time order), kept when it
+    comes less than 10 minutes later: a point at its start. Exact because no two withdrawals of an
+    account start at one time (``withdrawals``)."""
+    order = Window.partitionBy("account").orderBy("ts")
+    paired = source.select("ts", "account", "amount", F.lead("ts").over(order).alias("next"),
+                           F.lead("amount").over(order).alias("second"))
+    close = paired.filter(F.col("next") - F.col("ts") < WITHIN_TWICE_MICROS)  # no next: null, dropped
+    return close.select(F.timestamp_micros(F.col("next")).alias("start"),
+                        F.timestamp_micros(F.col("next") + 1).alias("end"), "account",
+                        F.col("amount").alias("first"), "second")
+
+
+def not_followed_by_baseline(source: DataFrame) -> DataFrame:
+    """The orders with no payment of their order id after them and less than 15 minutes after them
+    (a left anti-join), each a point at its time + 15 minutes with its payload."""
+    orders = source.filter(F.col("side") == 0).select("ts", "order_id", "customer", "total")
+    payments = source.filter(F.col("side") == 1).select(F.col("ts").alias("paid"), F.col("order_id").alias("paid_id"))
+    paid = ((F.col("order_id") == F.col("paid_id")) & (F.col("paid") > F.col("ts"))
+            & (F.col("paid") < F.col("ts") + WITHIN_PAID_MICROS))
+    unpaid = orders.join(payments, paid, "left_anti")
+    return unpaid.select(F.timestamp_micros(F.col("ts") + WITHIN_PAID_MICROS).alias("start"),
+                         F.timestamp_micros(F.col("ts") + (WITHIN_PAID_MICROS + 1)).alias("end"),
+                         "order_id", "customer", "total")
+
+
 def _join_sides(source: DataFrame) -> tuple[DataFrame, DataFrame]:
     left = source.filter(F.col("side") == 0).select(F.col("ts").alias("ls"), F.col("te").alias("le"), "key",
                                                     F.col("v").alias("a"))
@@ -544,6 +714,9 @@ class Case:
     show_tasks: bool = False
     #: binds the inputs when the row has several (default: ``query``'s input to the whole source)
     bind: Callable[[SparkSession, Case, DataFrame], tuple[sq.Binder, sq.Stream[Any]]] | None = None
+    #: the reference evaluator's events of each input, from the source's rows in arrival order, when
+    #: the row binds several inputs (default: ``join_items``, the two sides of the join rows)
+    items: Callable[[list[Any]], dict[str, list[sq.Insert[Any]]]] | None = None
     scaling: bool = False  # also time streamql at twice the events
     #: bind an explicit arrival column (``arrival``: the row number, i.e. partition order)
     arrival: bool = False
@@ -580,6 +753,13 @@ CASES = [
     Case("top-k", "{events} points, 1000 meters: grouped hopping_window(10 min, 1 min).top_k(3) (baseline: "
          "F.window + rank())", 5_000_000, ranked_meters, top_k_query, flushing, top_k_baseline, Reading,
          tiny_ranked_meters),
+    Case("followed-by", "{events} withdrawals, 10,000 accounts: followed_by the same account within 10 min "
+         "(baseline: lead() + filter)", 1_000_000, withdrawals, followed_by_query, flushing, followed_by_baseline,
+         Withdrawal, tiny_withdrawals),
+    Case("not-followed-by", "{events} orders + 0.95 x as many payments: not_followed_by payment within 15 min "
+         "(baseline: left anti-join)", 1_000_000, orders_payments, not_followed_by_query, paying,
+         not_followed_by_baseline, Order, tiny_orders_payments, bind=bind_orders_payments,
+         items=order_items),
     Case("sessions", "{events} clicks, 10,000 users: grouped session_window(3 min) count (baseline: Spark's "
          "session_window)", 5_000_000, clicks, sessions_query, flushing, sessions_baseline, Click, tiny_clicks),
     Case("late-records", "  as alter-late, arrival column, late records written too (baseline: CTI per block "
@@ -787,10 +967,8 @@ def reference_rows(case: Case, source: DataFrame) -> Rows:
     assert isinstance(inp.node, Input)
     rows = source.collect()  # partition order: the binder's arrival order
     inputs: dict[str, sq.reference.ReferenceInput[Any]]
-    if case.bind is not None:  # the join rows: two sides of one source
-        sides: dict[str, list[sq.Insert[Any]]] = {
-            "left": [sq.Insert(r["ts"], r["te"], Left(r["key"], r["v"])) for r in rows if r["side"] == 0],
-            "right": [sq.Insert(r["ts"], r["te"], Right(r["key"], r["v"])) for r in rows if r["side"] == 1]}
+    if case.bind is not None:  # several inputs from one source
+        sides = (case.items or join_items)(rows)
         inputs = {name: sq.reference.ReferenceInput(items, case.settings()) for name, items in sides.items()}
     else:
         fields = [f.name for f in dataclasses.fields(case.payload)]

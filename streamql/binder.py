@@ -100,16 +100,6 @@ class Binder:
     def spark(self) -> AnySession:
         return self._spark
 
-    def _classic(self, entry: str) -> SparkSession:
-        """The session, which ``entry`` needs to be a classic one (not yet Spark Connect)."""
-        if not isinstance(self._spark, SparkSession):
-            raise BindingError(
-                f"{entry} runs live queries on a classic SparkSession only, for now: over Spark Connect its "
-                "foreachBatch function would run on the server, away from the state this client keeps "
-                "(docs/spark-connect.md). Batch runs (run, collect, write, late, run_many, write_many) work on "
-                "Spark Connect.")
-        return self._spark
-
     @property
     def bindings(self) -> Mapping[str, Binding]:
         """The bound inputs by name (read-only): each input's DataFrame and how it is read."""
@@ -257,9 +247,8 @@ class Binder:
         """
         from streamql.running import start
 
-        spark = self._classic("start")
-        check_workers(spark)
-        return start(spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
+        check_workers(self._spark)
+        return start(self._spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
                      output=output, trigger=trigger, feed=feed, late_sink=late_sink)
 
     def to_dataframe(self, q: Stream[T]) -> DataFrame:
@@ -413,9 +402,8 @@ class Binder:
         _check_names("start_many", queries, sinks, "sinks")
         if not queries:
             raise BindingError("start_many needs at least one query")
-        spark = self._classic("start_many")
-        check_workers(spark)
-        return start_many(spark, self._bindings, queries, sinks=sinks, checkpoint=checkpoint, format=format,
+        check_workers(self._spark)
+        return start_many(self._spark, self._bindings, queries, sinks=sinks, checkpoint=checkpoint, format=format,
                           name=name)
 
 

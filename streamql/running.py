@@ -21,7 +21,8 @@ import math
 import re
 import threading
 import time
-from typing import Any, Generic, Mapping, TypeVar
+import uuid
+from typing import Any, Generic, Mapping, TypeVar, cast
 
 import attrs
 from pyspark import StorageLevel
@@ -40,11 +41,12 @@ from streamql.spark.ingress.late import late_frame, written_columns
 from streamql.spark.ingress.binding import Binding
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
+from streamql.spark.runtime.connect import AnySession, is_connect
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.jobs import counting_jobs
 from streamql.spark.base.schema import spark_type
 from streamql.spark.base.columns import START
-from streamql.time import from_micros
+from streamql.time import from_micros, to_micros
 
 T = TypeVar("T")
 
@@ -73,13 +75,29 @@ class Progress:
     jobs: int | None = 0  # the Spark jobs the step ran (its scan's included); None on Spark Connect
 
 
+def _progress_json(p: Progress) -> str:
+    """A progress record as JSON (times as microseconds): on Spark Connect the steps run on the
+    server, which writes their records where the client reads them (``_Runner.records``)."""
+    def micros(t: Any) -> int | None:
+        return None if t is None else to_micros(t)
+    return json.dumps({**attrs.asdict(p), "input_ctis": {k: micros(v) for k, v in p.input_ctis.items()},
+                       "output_cti": micros(p.output_cti)})
+
+
+def _progress_of(text: str) -> Progress:
+    fields = json.loads(text)
+    fields["input_ctis"] = {k: None if v is None else from_micros(v) for k, v in fields["input_ctis"].items()}
+    fields["output_cti"] = None if fields["output_cti"] is None else from_micros(fields["output_cti"])
+    return Progress(**fields)
+
+
 _NUMBERS = itertools.count(1)
 #: the feed directories of the queries this process started, by the input node ``as_stream`` returns
 _FEEDS: dict[nodes.Input, str] = {}
 
 
 def feed_columns(released_edges: DataFrame, cti: int | None, payload: list[str], batch: int,
-                 spark: SparkSession) -> DataFrame:
+                 spark: AnySession) -> DataFrame:
     """The feed rows of one micro-batch: its released edges (``edge`` START/END, ``start``, ``end``
     on END edges) then a CTI row at the output CTI, all arriving at ``batch``."""
     edges = released_edges.select(
@@ -111,7 +129,7 @@ class _Query:
     """One query of a running query: its plan, its sink, its feed and its carried states (under
     ``root``)."""
 
-    def __init__(self, spark: SparkSession, name: str, plan: Plan, sink: str, root: str, format: str,
+    def __init__(self, spark: AnySession, name: str, plan: Plan, sink: str, root: str, format: str,
                  options: Mapping[str, str], output: Shape, feed: bool, late_sink: str | None = None) -> None:
         self.spark = spark
         self.name = name
@@ -181,7 +199,7 @@ class _Query:
                 edges = observed.frames[Shape.EDGE]
                 cti = outcome.out_cti
                 # staged outside the feed: its readers list the directory as it grows
-                self.files.publish(feed_columns(edges, cti, payload, batch, self.spark),
+                self.files.publish(feed_columns(edges, cti, payload, batch, session),
                                    f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging",
                                    keep=lambda: cti != carried.state.out_cti or observed.rows(Shape.EDGE) > 0)
             if self.late_sink is not None:
@@ -215,7 +233,7 @@ class _Runner:
     """Runs the micro-batches of a running query's queries (one for ``start``, several for
     ``start_many``); Spark calls ``run_batch`` from its streaming thread."""
 
-    def __init__(self, spark: SparkSession, queries: Mapping[str, _Query], streaming: list[str],
+    def __init__(self, spark: AnySession, queries: Mapping[str, _Query], streaming: list[str],
                  many: bool = False) -> None:
         self.spark = spark
         self.queries = dict(queries)
@@ -223,6 +241,32 @@ class _Runner:
         self.many = many  # started with start_many: as_stream and result need a query's name
         self.lock = threading.Lock()
         self.progress: list[Progress] = []
+        # on Spark Connect the micro-batches run on the server (foreachBatch there): each step's
+        # record goes to <query root>/progress/<run>/, which ``records`` reads
+        self.connect = is_connect(spark)
+        self.run_id = uuid.uuid4().hex
+
+    def __getstate__(self) -> dict[str, Any]:
+        # on Spark Connect, foreachBatch sends ``run_batch`` (and so the runner) to the server
+        state = dict(self.__dict__)
+        del state["lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.Lock()
+
+    def records(self) -> list[Progress]:
+        """The progress records of the micro-batches run so far, oldest first: on a classic session
+        this process ran them; on Spark Connect the server did, and wrote them down."""
+        if not self.connect:
+            return list(self.progress)
+        found = []
+        for query in self.queries.values():
+            where = f"{query.store.root}/progress/{self.run_id}"
+            found += [(name, query.files.read_text(f"{where}/{name}")) for name in query.files.children(where)
+                      if name.endswith(".json")]
+        return [_progress_of(text) for _, text in sorted(found)]
 
     def check_checkpoint(self) -> None:
         for query in self.queries.values():
@@ -267,7 +311,8 @@ class _Runner:
                     latest = query.store.latest()
                     by_batch.setdefault(0 if latest is None else latest + 1, []).append(query)
             for batch, due in sorted(by_batch.items()):
-                self._run(due, {}, batch, final=True, session=self.spark)
+                # a session of either kind: the step uses only the DataFrame API both have
+                self._run(due, {}, batch, final=True, session=cast(SparkSession, self.spark))
 
     def _run(self, due: list[_Query], new: Mapping[str, DataFrame], batch: int, final: bool,
              session: SparkSession) -> None:
@@ -275,7 +320,11 @@ class _Runner:
         scanned = self._scan_once(due, carried, new, final, session) if len(due) > 1 else None
         try:
             for query, before in zip(due, carried):
-                self.progress.append(query.run(before, new, batch, final, session, scanned))
+                record = query.run(before, new, batch, final, session, scanned)
+                self.progress.append(record)
+                if self.connect:
+                    query.files.write_text(f"{query.store.root}/progress/{self.run_id}/{batch:020d}-{query.name}.json",
+                                           _progress_json(record))
         finally:
             for ingress in (scanned or {}).values():
                 for frame in ingress.persisted:
@@ -347,11 +396,11 @@ class RunningQuery(Generic[T]):
     def progress(self) -> list[Progress]:
         """One record per micro-batch this process ran, oldest first (``start_many``: one per
         micro-batch and query, ``Progress.query`` naming it)."""
-        return list(self._runner.progress)
+        return self._runner.records()
 
     @property
     def last_progress(self) -> Progress | None:
-        progress = self._runner.progress
+        progress = self._runner.records()
         return progress[-1] if progress else None
 
     def result(self, name: str | None = None) -> Result[T]:
@@ -409,7 +458,7 @@ class RunningQuery(Generic[T]):
         return Stream(node)
 
 
-def feed_binding(spark: SparkSession, node: nodes.Input) -> Binding | None:
+def feed_binding(spark: AnySession, node: nodes.Input) -> Binding | None:
     """The binding of an input that ``as_stream`` returned: the feed directory as a streaming source."""
     feed = _FEEDS.get(node)
     if feed is None:
@@ -426,7 +475,7 @@ def feed_binding(spark: SparkSession, node: nodes.Input) -> Binding | None:
     return Binding(node, source, "start", "end", "edge", "kind", "arrival", None, "error")
 
 
-def _chosen_bindings(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[Any]) -> dict[str, Binding]:
+def _chosen_bindings(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[Any]) -> dict[str, Binding]:
     """The bindings of the inputs ``q`` reads (an input ``as_stream`` returned binds itself) and of
     those whose CTIs they import."""
     read = nodes.inputs_of(q.node)
@@ -481,7 +530,7 @@ def _launch(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, que
 _MANY = "queries.json"
 
 
-def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
+def start(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
           format: str, name: str | None, output: Shape, trigger: str | None, feed: bool,
           late_sink: str | None = None) -> RunningQuery[T]:
     """``Binder.start``: the checks, the unioned source, the ``foreachBatch`` runner."""
@@ -511,7 +560,7 @@ def start(spark: SparkSession, bindings: Mapping[str, Binding], q: Stream[T], *,
 _QUERY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
-def start_many(spark: SparkSession, bindings: Mapping[str, Binding], queries: Mapping[str, Stream[Any]], *,
+def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapping[str, Stream[Any]], *,
                sinks: Mapping[str, str], checkpoint: str, format: str, name: str | None) -> RunningQuery[Any]:
     """``Binder.start_many``: one ``_Query`` per query (its states and feed under
     ``<checkpoint>/streamql/queries/<name>``), one runner and one Structured Streaming query over

@@ -61,11 +61,3 @@ def test_a_query_gives_the_reference_result_and_counts_no_jobs(spark: Any) -> No
 def test_the_workers_are_probed_through_the_server(spark: Any) -> None:
     probe = run_probe(spark)
     assert probe.failures == ()
-
-
-def test_start_is_refused_with_the_reason(spark: Any, tmp_path: Any) -> None:
-    stream = spark.readStream.format("rate").load()
-    binder = sq.Binder(spark).bind(READINGS, stream.selectExpr("value as start", "'m' as meter", "1.0d as watts"),
-                                   start="start")
-    with pytest.raises(sq.BindingError, match="classic SparkSession only"):
-        binder.start(READINGS, sink=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"))

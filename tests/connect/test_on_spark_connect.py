@@ -1,5 +1,6 @@
 """streamql over Spark Connect (docs/spark-connect.md): the Spark property tests of stateless
-operators, windows, joins and late records, and the Connect-only tests
+operators, windows, joins and late records, running queries (a file-directory stream, and one
+stopped and started again: the tests marked ``connect``), and the Connect-only tests
 (``test_connect_session.py``), run in a process of their own whose test session is a Spark Connect
 one (``STREAMQL_SESSION=connect``: ``SparkSession.builder.remote("local[2]")``, a local Spark
 Connect server started in that process; tests/conftest.py). A process holds one SparkContext —
@@ -23,6 +24,7 @@ PROPERTY_TESTS = (
     "tests/spark/test_joins_against_reference.py",     # joins, anti-joins, clip, unions
     "tests/spark/test_late_on_spark.py",               # late records, Binder.late and write(late_path=)
     "tests/connect/test_connect_session.py",           # what only a Connect session shows
+    "tests/streaming/test_running_queries.py",         # live (foreachBatch on the server), with a restart
 )
 
 
@@ -31,7 +33,7 @@ PROPERTY_TESTS = (
 def test_property_tests_pass_over_spark_connect() -> None:
     env = {**os.environ, "STREAMQL_SESSION": "connect", "PYSPARK_PYTHON": sys.executable,
            "STREAMQL_DEPTH": "default"}
-    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "not slow",
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "not slow or connect",
                "--durations=0", "-W", "ignore::UserWarning", *PROPERTY_TESTS]
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

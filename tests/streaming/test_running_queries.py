@@ -34,6 +34,7 @@ def batch_rows(events: Sequence[sq.Event[Any]]) -> list[tuple[Any, ...]]:
     return sorted((naive(e.start), naive(e.end), *e.payload.__dict__.values()) for e in events)
 
 
+@pytest.mark.connect  # also in the Spark Connect group (tests/connect)
 def test_a_file_directory_query_releases_what_the_batch_run_releases(spark: SparkSession, tmp_path: Path) -> None:
     data = rows(0, 36)
     source = tmp_path / "in"
@@ -63,6 +64,7 @@ def test_a_file_directory_query_releases_what_the_batch_run_releases(spark: Spar
 
 
 @pytest.mark.slow
+@pytest.mark.connect  # also in the Spark Connect group (tests/connect)
 def test_a_query_stopped_and_started_again_continues_where_it_stopped(spark: SparkSession, tmp_path: Path) -> None:
     data = rows(0, 40)
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"

@@ -28,7 +28,7 @@ class Files:
     ['queries.json']
     """
 
-    def __new__(cls, spark: Any) -> Files:
+    def __new__(cls, spark: Any = None) -> Files:  # None: unpickled (a Connect foreachBatch)
         if cls is Files and context_of(spark) is None:
             return object.__new__(ArrowFiles)
         return object.__new__(cls)

@@ -13,11 +13,13 @@ import uuid
 from typing import Any, Mapping
 
 import attrs
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamql.spark.ingress import arrival_scan as scan
+from streamql.spark.runtime.connect import AnySession
 from streamql.spark.runtime.files import Files
 from streamql.spark.streaming.retention import Floor
 
@@ -112,6 +114,13 @@ def observed_metrics(observation: Observation) -> Mapping[str, Any] | None:
     """What ``observation`` observed once its action ran, or None when the action's plan did not
     run the observed part: Spark prunes a plan it proves empty (a release while the CTI is None
     filters on a literal false), observed metrics and all."""
+    if not hasattr(observation, "_jo"):
+        # Spark Connect: the action's response fills the observation in, or leaves it empty
+        try:
+            metrics = observation.get
+        except PySparkException:
+            return None
+        return metrics or None
     jvm_row = observation._jo.getRow() if observation._jo is not None else None  # waits for the action
     if jvm_row is None or jvm_row.length() == 0:
         return None
@@ -137,7 +146,7 @@ class StateStore:
     0
     """
 
-    def __init__(self, spark: SparkSession, root: str) -> None:
+    def __init__(self, spark: AnySession, root: str) -> None:
         self._spark = spark
         self.root = root.rstrip("/")
         self.files = Files(spark)

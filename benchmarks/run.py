@@ -823,11 +823,11 @@ def streamql_job(spark: SparkSession, case: Case, source: DataFrame, out: str) -
 
 
 #: the Spark jobs of each row's last baseline run
-BASELINE_JOBS: dict[str, int] = {}
+BASELINE_JOBS: dict[str, int | None] = {}
 
 
 def baseline_job(case: Case, source: DataFrame, out: str) -> None:
-    with counting_jobs(source.sparkSession.sparkContext, f"baseline {case.name}") as jobs:
+    with counting_jobs(source.sparkSession, f"baseline {case.name}") as jobs:
         written = case.baseline(source).write.mode("overwrite")
         if case.late:
             written = written.partitionBy("late")

@@ -56,3 +56,12 @@ def test_parallelism_comes_from_the_settings_of_a_connect_session() -> None:
 def test_errorifexists_is_written_as_error() -> None:
     assert [save_mode(m) for m in ("errorifexists", "ErrorIfExists", "overwrite", "append")] == \
         ["error", "error", "overwrite", "append"]
+
+
+def test_a_spark_context_is_its_own_context() -> None:
+    from pyspark import SparkContext
+
+    from streamql.spark.runtime.connect import context_of
+
+    context = object.__new__(SparkContext)  # no JVM needed: only the type is looked at
+    assert context_of(context) is context and context_of(_ConnectLike({})) is None

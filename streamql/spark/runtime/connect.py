@@ -34,7 +34,10 @@ def is_session(spark: object) -> bool:
 
 
 def context_of(spark: Any) -> SparkContext | None:
-    """The ``SparkContext`` of a classic session, ``None`` for a Spark Connect one."""
+    """The ``SparkContext`` of a classic session (or the context itself), ``None`` for a Spark
+    Connect session."""
+    if isinstance(spark, SparkContext):
+        return spark
     if isinstance(spark, SparkSession):
         return spark.sparkContext
     return None

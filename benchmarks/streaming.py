@@ -147,7 +147,9 @@ class Run:
 
     @property
     def jobs(self) -> str:
-        jobs = [p.jobs for p in self.progress]
+        jobs = [p.jobs for p in self.progress if p.jobs is not None]
+        if not jobs:
+            return "-"  # a Spark Connect session counts no jobs
         return f"{statistics.median(jobs):g}" + (f" (first {jobs[0]})" if jobs[0] != statistics.median(jobs) else "")
 
     @property

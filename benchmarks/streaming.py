@@ -10,6 +10,8 @@ Every row runs on Structured Streaming over a directory of parquet files, one fi
 - **sliding average** (``alter_duration(3 min)``, grouped snapshot average): Spark has no
   equivalent operator;
 - **grouped join** (two inputs, each event lasting 1 s, joined on the meter);
+- **followed by** (each reading followed by the next of its meter within 10 s: ``followed_by`` on
+  one stream; Spark's streaming has no ``lead``, so no native row);
 - **one event per micro-batch**: the fixed cost of a step (the hopping query);
 - **floor**: a plain Structured Streaming job that reads the same files and writes them out unchanged.
 
@@ -69,6 +71,13 @@ class Gap:
     gap: float
 
 
+@dataclass(frozen=True)
+class Twice:
+    meter: str
+    first: float
+    second: float
+
+
 READINGS = sq.input("readings", Reading)
 OTHER = sq.input("other", Reading)
 
@@ -87,6 +96,12 @@ def grouped_join() -> sq.Stream[Gap]:
     second = timedelta(seconds=1)
     return READINGS.alter_duration(second).join(OTHER.alter_duration(second), on=lambda l, r: l.meter == r.meter,
                                                 select=lambda l, r: Gap(l.meter, l.consumption - r.consumption))
+
+
+def next_reading() -> sq.Stream[Twice]:
+    return READINGS.followed_by(READINGS, lambda a, b: a.meter == b.meter,
+                                lambda a, b: Twice(a.meter, a.consumption, b.consumption),
+                                within=timedelta(seconds=10))
 
 
 def native_hopping_counts(stream: DataFrame) -> DataFrame:
@@ -267,6 +282,10 @@ def run(spark: SparkSession, source: Source, files: int, per_file: int) -> list[
         joined = ours(spark, grouped_join(), {"readings": watched, "other": watched}, work, "join")
         lines += ["grouped join (two inputs, 1 s lifetimes, on the meter)",
                   _line("streamql", 2 * events, joined)]
+        # --- a pattern: each reading followed by its meter's next within 10 s
+        pattern = ours(spark, next_reading(), {"readings": watched}, work, "followed_by")
+        lines += ["followed_by (a reading and its meter's next within 10 s; no Spark equivalent)",
+                  _line("streamql", events, pattern)]
         # --- one event per micro-batch: the fixed cost of a step
         singles = write_files(spark, source, 12, 1, work)
         single = ours(spark, hopping_counts(), {"readings": all_arrived(singles, os.path.join(work, "in-single"))},

@@ -503,6 +503,18 @@ def _chosen_bindings(spark: AnySession, bindings: Mapping[str, Binding], q: Stre
     return chosen
 
 
+def _check_connect_static(spark: AnySession, chosen: Mapping[str, Binding]) -> None:
+    """Over Spark Connect a running query reads streaming inputs only, for now: its steps run in
+    the server's foreachBatch session, and a static DataFrame of the client's session cannot be
+    combined with a micro-batch there (docs/spark-connect.md)."""
+    static = sorted(n for n, b in chosen.items() if not b.source.isStreaming)
+    if is_connect(spark) and static:
+        raise BindingError(f"over Spark Connect a running query reads streaming inputs only, for now; "
+                           f"{', '.join(map(repr, static))} {'is' if len(static) == 1 else 'are'} bound to a static "
+                           "DataFrame: read it as a stream too (e.g. spark.readStream on its files), or run the query "
+                           "on a classic session (docs/spark-connect.md)")
+
+
 def _launch(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, query_name: str,
             trigger: str | None) -> StreamingQuery:
     """The one Structured Streaming query: the streaming inputs' rows in one stream (tagged by input
@@ -540,6 +552,7 @@ def start(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[T], *, s
         raise BindingError(f"output must be a sq.Shape, got {output!r}")
     options = writer_options(format, q.node.schema, "sink")
     chosen = _chosen_bindings(spark, bindings, q)
+    _check_connect_static(spark, chosen)
     streaming = sorted(n for n, b in chosen.items() if b.source.isStreaming)
     static = frozenset(n for n in chosen if n not in streaming)
     shapes = (output,) if not feed or output is Shape.EDGE else (output, Shape.EDGE)
@@ -577,6 +590,7 @@ def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapp
                 raise BindingError(f"expected a query (sq.Stream), got {q!r}")
             options = writer_options(format, q.node.schema, "sink")
             its = _chosen_bindings(spark, bindings, q)
+            _check_connect_static(spark, its)
             static = frozenset(n for n, b in its.items() if not b.source.isStreaming)
             plan = Plan(q.node, its, (Shape.INTERVAL, Shape.EDGE), static)
             each[query_name] = _Query(spark, query_name, plan, sinks[query_name], f"{root}/queries/{query_name}",

@@ -61,3 +61,14 @@ def test_a_query_gives_the_reference_result_and_counts_no_jobs(spark: Any) -> No
 def test_the_workers_are_probed_through_the_server(spark: Any) -> None:
     probe = run_probe(spark)
     assert probe.failures == ()
+
+
+def test_a_running_query_with_a_static_input_is_refused_with_the_reason(spark: Any, tmp_path: Any) -> None:
+    stream = spark.readStream.format("rate").load().selectExpr("value as start", "'m' as meter", "1.0d as watts")
+    static = spark.createDataFrame([(0, "m", 1.0)], "start long, meter string, watts double")
+    other = sq.input("other", Reading, sq.Shape.POINT)
+    binder = (sq.Binder(spark).bind(READINGS, stream, start="start", advance_time=EVERY)
+              .bind(other, static, start="start"))
+    q = READINGS.union(other)
+    with pytest.raises(sq.BindingError, match="over Spark Connect a running query reads streaming inputs only"):
+        binder.start(q, sink=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"))

@@ -24,7 +24,9 @@ PROPERTY_TESTS = (
     "tests/spark/test_joins_against_reference.py",     # joins, anti-joins, clip, unions
     "tests/spark/test_late_on_spark.py",               # late records, Binder.late and write(late_path=)
     "tests/connect/test_connect_session.py",           # what only a Connect session shows
-    "tests/streaming/test_running_queries.py",         # live (foreachBatch on the server), with a restart
+    # live (foreachBatch on the server), with a restart
+    "tests/streaming/test_running_queries.py::test_a_file_directory_query_releases_what_the_batch_run_releases",
+    "tests/streaming/test_running_queries.py::test_a_query_stopped_and_started_again_continues_where_it_stopped",
 )
 
 

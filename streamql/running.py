@@ -15,6 +15,7 @@ and states under ``<checkpoint>/streamql/queries/<n>``, and commits them as a qu
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import math
@@ -26,6 +27,7 @@ from typing import Any, Generic, Mapping, TypeVar, cast
 
 import attrs
 from pyspark import StorageLevel
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -143,6 +145,19 @@ class _Query:
         self.store = StateStore(spark, root)
         self.files = self.store.files
 
+    def reading(self, views: Mapping[str, str], session: AnySession) -> _Query:
+        """This query with each of its static inputs in ``views`` (input name: global temporary
+        view) read from its view in ``session``; the query itself if it has none."""
+        names = sorted(n for n in self.plan.static if n in views)
+        if not names:
+            return self
+        bindings = dict(self.plan.bindings)
+        for name in names:
+            bindings[name] = attrs.evolve(bindings[name], source=session.table(views[name]))
+        reading = copy.copy(self)
+        reading.plan = attrs.evolve(self.plan, bindings=bindings)
+        return reading
+
     def previous(self, batch: int, session: SparkSession) -> Carried:
         latest = self.store.latest(before=batch)
         return empty_carried(self.plan) if latest is None else self.store.load(latest, session)
@@ -245,6 +260,9 @@ class _Runner:
         # record goes to <query root>/progress/<run>/, which ``records`` reads
         self.connect = is_connect(spark)
         self.run_id = uuid.uuid4().hex
+        #: on Spark Connect, the global temporary view of each static input, by input name
+        #: (``share_static``)
+        self.views: dict[str, str] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # on Spark Connect, foreachBatch sends ``run_batch`` (and so the runner) to the server
@@ -271,6 +289,41 @@ class _Runner:
     def check_checkpoint(self) -> None:
         for query in self.queries.values():
             query.check_checkpoint()
+
+    def share_static(self) -> None:
+        """On Spark Connect, each static input as a global temporary view, which the steps read by
+        name in their own session (``drop_static`` drops them); nothing on a classic session.
+
+        The steps run in the server's ``foreachBatch`` session, where a DataFrame of the client's
+        session cannot be combined with the micro-batch (``SESSION_NOT_SAME``); a global temporary
+        view belongs to the Spark application, whose sessions all read it. The view holds the
+        bound DataFrame as it is (rows the client sent: the binder's checkpoint, so its partitions
+        stay those the scan numbers), and the queries' plans read the view instead, so the runner
+        that ``foreachBatch`` sends to the server carries the view's name, not the client's
+        DataFrame."""
+        if not self.connect:
+            return
+        bindings = {name: q.plan.bindings[name] for q in self.queries.values() for name in q.plan.static}
+        database = self.spark.conf.get("spark.sql.globalTempDatabase", "global_temp") or "global_temp"
+        for index, name in enumerate(sorted(bindings)):
+            view = f"streamql_{self.run_id}_{index}"
+            try:
+                bindings[name].source.createOrReplaceGlobalTempView(view)
+            except PySparkException as exc:
+                self.drop_static()
+                raise BindingError(
+                    f"input {name!r} is bound to a static DataFrame, which a running query over Spark Connect "
+                    "reads through a global temporary view (its steps run in the server's foreachBatch session, "
+                    f"not in the client's); this server did not create one: {exc}. Read the input as a stream "
+                    "too (e.g. spark.readStream on its files or table), or run the query on a classic session "
+                    "(docs/spark-connect.md)") from exc
+            self.views[name] = f"{database}.{view}"
+        self.queries = {key: query.reading(self.views, self.spark) for key, query in self.queries.items()}
+
+    def drop_static(self) -> None:
+        """Drops the global temporary views of ``share_static`` (a restart makes its own)."""
+        for qualified in self.views.values():
+            self.spark.catalog.dropGlobalTempView(qualified.rsplit(".", 1)[1])
 
     def _split(self, df: DataFrame) -> dict[str, DataFrame]:
         if len(self.streaming) == 1:
@@ -316,6 +369,7 @@ class _Runner:
 
     def _run(self, due: list[_Query], new: Mapping[str, DataFrame], batch: int, final: bool,
              session: SparkSession) -> None:
+        due = [q.reading(self.views, session) for q in due]  # static inputs from their views (Spark Connect)
         carried = [q.previous(batch, session) for q in due]
         scanned = self._scan_once(due, carried, new, final, session) if len(due) > 1 else None
         try:
@@ -434,8 +488,11 @@ class RunningQuery(Generic[T]):
             return
         self._streaming.stop()
         self._stopped = True
-        if flush and any(q.flushes for q in self._runner.queries.values()):
-            self._runner.finish()
+        try:
+            if flush and any(q.flushes for q in self._runner.queries.values()):
+                self._runner.finish()
+        finally:
+            self._runner.drop_static()
 
     def exception(self) -> Any:
         """The exception that stopped the query, or None."""
@@ -503,18 +560,6 @@ def _chosen_bindings(spark: AnySession, bindings: Mapping[str, Binding], q: Stre
     return chosen
 
 
-def _check_connect_static(spark: AnySession, chosen: Mapping[str, Binding]) -> None:
-    """Over Spark Connect a running query reads streaming inputs only, for now: its steps run in
-    the server's foreachBatch session, and a static DataFrame of the client's session cannot be
-    combined with a micro-batch there (docs/spark-connect.md)."""
-    static = sorted(n for n, b in chosen.items() if not b.source.isStreaming)
-    if is_connect(spark) and static:
-        raise BindingError(f"over Spark Connect a running query reads streaming inputs only, for now; "
-                           f"{', '.join(map(repr, static))} {'is' if len(static) == 1 else 'are'} bound to a static "
-                           "DataFrame: read it as a stream too (e.g. spark.readStream on its files), or run the query "
-                           "on a classic session (docs/spark-connect.md)")
-
-
 def _launch(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, query_name: str,
             trigger: str | None) -> StreamingQuery:
     """The one Structured Streaming query: the streaming inputs' rows in one stream (tagged by input
@@ -538,6 +583,18 @@ def _launch(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, que
     return writer.start()
 
 
+def _launched(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, query_name: str,
+              trigger: str | None) -> StreamingQuery:
+    """``_launch`` with the static inputs shared with the steps' session first (Spark Connect),
+    and dropped again if the query does not start."""
+    runner.share_static()
+    try:
+        return _launch(runner, chosen, checkpoint, query_name, trigger)
+    except BaseException:
+        runner.drop_static()
+        raise
+
+
 #: what a checkpoint of ``start_many`` lists: the names of its queries
 _MANY = "queries.json"
 
@@ -552,7 +609,6 @@ def start(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[T], *, s
         raise BindingError(f"output must be a sq.Shape, got {output!r}")
     options = writer_options(format, q.node.schema, "sink")
     chosen = _chosen_bindings(spark, bindings, q)
-    _check_connect_static(spark, chosen)
     streaming = sorted(n for n, b in chosen.items() if b.source.isStreaming)
     static = frozenset(n for n in chosen if n not in streaming)
     shapes = (output,) if not feed or output is Shape.EDGE else (output, Shape.EDGE)
@@ -567,7 +623,7 @@ def start(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[T], *, s
                            "checkpoint")
     runner = _Runner(spark, {query_name: query}, streaming)
     runner.check_checkpoint()  # a checkpoint of another query, or of a finished one, fails here
-    return RunningQuery(query_name, {query_name: q}, runner, _launch(runner, chosen, checkpoint, query_name, trigger))
+    return RunningQuery(query_name, {query_name: q}, runner, _launched(runner, chosen, checkpoint, query_name, trigger))
 
 
 _QUERY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -590,7 +646,6 @@ def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapp
                 raise BindingError(f"expected a query (sq.Stream), got {q!r}")
             options = writer_options(format, q.node.schema, "sink")
             its = _chosen_bindings(spark, bindings, q)
-            _check_connect_static(spark, its)
             static = frozenset(n for n, b in its.items() if not b.source.isStreaming)
             plan = Plan(q.node, its, (Shape.INTERVAL, Shape.EDGE), static)
             each[query_name] = _Query(spark, query_name, plan, sinks[query_name], f"{root}/queries/{query_name}",
@@ -615,7 +670,7 @@ def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapp
             query.check_checkpoint()  # a checkpoint of other queries, or of finished ones, fails here
     if not files.exists(f"{root}/{_MANY}"):
         files.write_text(f"{root}/{_MANY}", json.dumps(names))
-    return RunningQuery(running_name, queries, runner, _launch(runner, chosen, checkpoint, running_name, None))
+    return RunningQuery(running_name, queries, runner, _launched(runner, chosen, checkpoint, running_name, None))
 
 
 __all__ = ["MICRO_BATCH", "Progress", "RunningQuery", "feed_columns", "sink_columns", "start", "start_many"]

@@ -4,18 +4,23 @@ session is a Spark Connect one; in any other run they are skipped."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.serializers import CloudPickleSerializer
 
 import streamql as sq
 from conftest import CONNECT
+from streamql.running import MICRO_BATCH
 from streamql.spark.runtime.connect import is_connect, is_session, parallelism
 from streamql.spark.runtime.phases import recording
 from streamql.spark.runtime.workers import run_probe
 from streamql.time import from_micros
 from support.frames import frame
+from support.json_readings import EVERY_4, SCHEMA, put, rows
+from support.streaming_job import Reading as StreamReading
 
 pytestmark = pytest.mark.skipif(not CONNECT, reason="runs in the Spark Connect group only (STREAMQL_SESSION=connect)")
 
@@ -63,12 +68,74 @@ def test_the_workers_are_probed_through_the_server(spark: Any) -> None:
     assert probe.failures == ()
 
 
-def test_a_running_query_with_a_static_input_is_refused_with_the_reason(spark: Any, tmp_path: Any) -> None:
-    stream = spark.readStream.format("rate").load().selectExpr("value as start", "'m' as meter", "1.0d as watts")
-    static = spark.createDataFrame([(0, "m", 1.0)], "start long, meter string, watts double")
-    other = sq.input("other", Reading, sq.Shape.POINT)
-    binder = (sq.Binder(spark).bind(READINGS, stream, start="start", advance_time=EVERY)
-              .bind(other, static, start="start"))
-    q = READINGS.union(other)
-    with pytest.raises(sq.BindingError, match="over Spark Connect a running query reads streaming inputs only"):
-        binder.start(q, sink=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"))
+@dataclass(frozen=True)
+class Price:
+    item: str
+    price: float
+
+
+@dataclass(frozen=True)
+class Priced:
+    meter: str
+    item: str
+    cost: float
+
+
+def sink_rows(spark: Any, sink: Path) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in spark.read.parquet(str(sink)).drop(MICRO_BATCH).collect())
+
+
+def batch_rows(events: list[Any]) -> list[tuple[Any, ...]]:
+    def naive(t: datetime) -> datetime:  # the sink's timestamps come back in the session's zone (UTC)
+        return t.astimezone(timezone.utc).replace(tzinfo=None)
+    return sorted((naive(e.start), naive(e.end), *e.payload.__dict__.values()) for e in events)
+
+
+def _global_views(spark: Any) -> list[str]:
+    return sorted(t.name for t in spark.catalog.listTables("global_temp") if t.name.startswith("streamql_"))
+
+
+def test_a_running_query_reads_static_inputs_through_global_views_across_a_restart(spark: Any, tmp_path: Path) -> None:
+    """Static inputs (rows the client sent, and files) are read in the server's foreachBatch session
+    through global temporary views: the live run, stopped and started again, releases what the batch
+    run releases; the runner sent to the server names the views, and stop drops them."""
+    readings = sq.input("readings", StreamReading)
+    tariffs, later = sq.input("tariffs", Price, sq.Shape.INTERVAL), sq.input("later", Price, sq.Shape.INTERVAL)
+    q = (readings.alter_duration(timedelta(seconds=5))
+         .join(tariffs.union(later), None, lambda r, t: Priced(r.meter, t.item, r.consumption * t.price)))
+    day = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    prices = "start timestamp, end timestamp, item string, price double"
+    sent = spark.createDataFrame([(day, day + timedelta(minutes=3), "peak", 2.0)], prices)  # rows from the client
+    files = tmp_path / "later-tariffs"
+    spark.createDataFrame([(day + timedelta(minutes=3), sq.INFINITY, "off", 0.5)], prices).write.parquet(str(files))
+    until_readings = sq.AdvanceTimeSettings(import_=sq.AdvanceTimeImport("readings"))
+
+    def bound(source: Any) -> sq.Binder:
+        return (sq.Binder(spark).bind(readings, source, start="ts", advance_time=EVERY_4)
+                .bind(tariffs, sent, start="start", end="end", advance_time=until_readings)
+                .bind(later, spark.read.parquet(str(files)), start="start", end="end", advance_time=until_readings))
+
+    data = rows(0, 30)
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    put(source, 0, data[:17])
+    binder = bound(spark.readStream.schema(SCHEMA).json(str(source)))
+    first = binder.start(q, sink=str(sink), checkpoint=str(checkpoint))
+    views = sorted(v.split(".")[1] for v in first._runner.views.values())
+    assert len(views) == 2 and _global_views(spark) == views
+    shipped = CloudPickleSerializer().dumps(first._runner.run_batch)  # what foreachBatch sends to the server
+    assert all(v.encode() in shipped for v in views) and str(files).encode() not in shipped
+    first.process_all_available()
+    first.stop(flush=False)
+    assert _global_views(spark) == []
+    put(source, 1, data[17:])
+    second = binder.start(q, sink=str(sink), checkpoint=str(checkpoint))  # the static inputs were read: views again
+    assert len(_global_views(spark)) == 2
+    second.process_all_available()
+    second.stop()
+    assert _global_views(spark) == []
+    expected = bound(spark.read.schema(SCHEMA).json(str(source))).run(q)
+    assert expected.events and sink_rows(spark, sink) == batch_rows(expected.events)
+    result = second.result()
+    assert (result.dropped, result.adjusted, result.bad_rows, result.final_cti) == \
+        (expected.dropped, expected.adjusted, expected.bad_rows, expected.final_cti)
+    assert [p.batch for p in second.progress] == [1, 2]  # the restart went on; 2 is the flush

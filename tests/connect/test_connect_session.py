@@ -98,8 +98,8 @@ def _global_views(spark: Any) -> list[str]:
 
 def test_a_running_query_reads_static_inputs_through_global_views_across_a_restart(spark: Any, tmp_path: Path) -> None:
     """Static inputs (rows the client sent, and files) are read in the server's foreachBatch session
-    through global temporary views: the live run, stopped and started again, releases what the batch
-    run releases; the runner sent to the server names the views, and stop drops them."""
+    through global temporary views: the live run, stopped and started again, releases what the
+    reference evaluator releases; the runner sent to the server names the views, and stop drops them."""
     readings = sq.input("readings", StreamReading)
     tariffs, later = sq.input("tariffs", Price, sq.Shape.INTERVAL), sq.input("later", Price, sq.Shape.INTERVAL)
     q = (readings.alter_duration(timedelta(seconds=5))
@@ -136,7 +136,14 @@ def test_a_running_query_reads_static_inputs_through_global_views_across_a_resta
     last = second.result().final_cti
     assert last is not None and last < sq.INFINITY
     assert _global_views(spark) == []
-    expected = bound(spark.read.schema(SCHEMA).json(str(source))).run(q)
+    tick = timedelta(microseconds=1)
+    expected = sq.reference.run(q, {
+        "readings": sq.reference.ReferenceInput(
+            [sq.Insert(r["ts"], r["ts"] + tick, StreamReading(r["meter"], r["consumption"])) for r in data], EVERY_4),
+        "tariffs": sq.reference.ReferenceInput([sq.Insert(day, day + timedelta(minutes=3), Price("peak", 2.0))],
+                                               until_readings),
+        "later": sq.reference.ReferenceInput([sq.Insert(day + timedelta(minutes=3), sq.INFINITY, Price("off", 0.5))],
+                                             until_readings)})
     assert expected.events and sink_rows(spark, sink) == batch_rows(expected.events)
     result = second.result()
     assert (result.dropped, result.adjusted, result.bad_rows, result.final_cti) == \

@@ -1,7 +1,7 @@
 """streamql over Spark Connect (docs/spark-connect.md): the Spark property tests of stateless
 operators, windows, joins and late records, running queries (a file-directory stream, and one
 stopped and started again: the tests marked ``connect``), and the Connect-only tests
-(``test_connect_session.py``), run in a process of their own whose test session is a Spark Connect
+(``test_connect_session.py``, with a running query over static inputs and a restart), run in a process of their own whose test session is a Spark Connect
 one (``STREAMQL_SESSION=connect``: ``SparkSession.builder.remote("local[2]")``, a local Spark
 Connect server started in that process; tests/conftest.py). A process holds one SparkContext —
 the session fixture's here — so the group runs in a subprocess, as the local-cluster group does.

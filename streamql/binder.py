@@ -180,7 +180,7 @@ class Binder:
                     df.unpersist()
             raise
         flows = {name: input_flow(ingresses[name].events, ingresses[name].final_cti, ingresses[name].finite_cti,
-                                   ingresses[name].reached)
+                                   ingresses[name].reached, ingresses[name].starts)
                  for name in read}
         return ingresses, flows
 

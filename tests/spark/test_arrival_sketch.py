@@ -1,4 +1,4 @@
-"""The arrival values' sketches (``arrival_scan.sketch``/``quantiles``): the summary pass in
+"""The arrival values' sketches (``base.sketches.sketch``/``quantiles``): the summary pass in
 storage order keeps a few order statistics of each unit's arrival values, and where storage order
 is not arrival order the numbering takes its ranges from them instead of a quantile job. Ranges
 only balance the scan units; these tests check that the quantiles are as close as promised."""
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamql.spark.ingress.arrival_scan import quantiles, sketch
+from streamql.spark.base.sketches import quantiles, sketch
 
 
 def test_a_short_unit_is_sketched_by_all_its_values() -> None:

@@ -109,41 +109,6 @@ def _shift(t: int, d: int) -> int:
     return INFINITY_MICROS if moved > MAX_MICROS else max(MIN_MICROS, moved)
 
 
-# --- sketches: approximate quantiles from the summary pass ------------------------------------
-
-#: how many order statistics a unit's sketch keeps
-SKETCH_POINTS = 32
-
-
-def sketch(values: np.ndarray, points: int = SKETCH_POINTS) -> list[int]:
-    """Evenly spaced order statistics of ``values`` (all of them, sorted, when there are at most
-    ``points``): the value at the middle of each of ``points`` equal shares of the sorted values."""
-    ordered = np.sort(values.astype(np.int64))
-    if len(ordered) <= points:
-        return [int(v) for v in ordered]
-    at = ((np.arange(points) * 2 + 1) * len(ordered)) // (2 * points)
-    return [int(v) for v in ordered[at]]
-
-
-def quantiles(sketches: list[tuple[int, list[int]]], probabilities: list[float]) -> list[int]:
-    """Approximate quantiles of the values of several units from their sketches (each a count of
-    values and its ``sketch``): each point stands for an equal share of its unit's values. A unit
-    with ``n`` values sketched by ``k`` points errs by at most ``n / k`` ranks. Values of the
-    sketches only, so every quantile is a value of the data; none without values."""
-    values: list[int] = []
-    weights: list[float] = []
-    for count, points in sketches:
-        values += points
-        weights += [count / len(points)] * len(points) if points else []
-    if not values:
-        return []
-    order = np.argsort(np.asarray(values, dtype=np.int64), kind="stable")
-    ordered = np.asarray(values, dtype=np.int64)[order]
-    cumulative = np.cumsum(np.asarray(weights)[order])
-    last = len(ordered) - 1
-    return [int(ordered[min(int(np.searchsorted(cumulative, p * cumulative[-1])), last)]) for p in probabilities]
-
-
 # --- step 1: per-partition summaries ----------------------------------------------------------
 
 

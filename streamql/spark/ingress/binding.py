@@ -19,6 +19,7 @@ from streamql.payload import Kind, ValueType
 from streamql.query.nodes import Input
 from streamql.spark.base.columns import ARRIVAL, BAD, END, KIND, SEQ, START
 from streamql.spark.base.schema import column_for_field
+from streamql.spark.base.sketches import quantiles
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.time import INFINITY_MICROS, MAX_MICROS, duration_micros
 
@@ -117,7 +118,7 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool
     into the arrival order. ``partition_order``: number the rows in partition order even though
     the input has an arrival column (the caller has found its arrival values strictly increasing
     in partition order, so that is their arrival order). ``arrival_sketches``: sketches of the
-    arrival values (``arrival_scan.sketch``, with their counts), from which the arrival numbering
+    arrival values (``base.sketches.sketch``, with their counts), from which the arrival numbering
     takes its ranges instead of a quantile job.
     """
     check_binding(b)
@@ -207,11 +208,11 @@ def _in_arrival_order(rows: DataFrame, payload: list[str],
     probabilities = [i / units for i in range(1, units)]
     unit = F.lit(0)
     if sketches is not None:
-        for bound in sorted(set(scan.quantiles(sketches, probabilities))):
+        for bound in sorted(set(quantiles(sketches, probabilities))):
             unit = unit + F.when(key >= F.lit(bound), 1).otherwise(0)
     else:
-        quantiles = rows.select(key.cast("double").alias("k")).approxQuantile("k", probabilities, 0.001)
-        for fraction in sorted(set(quantiles)):
+        fractions = rows.select(key.cast("double").alias("k")).approxQuantile("k", probabilities, 0.001)
+        for fraction in sorted(set(fractions)):
             unit = unit + F.when(key.cast("double") >= F.lit(fraction), 1).otherwise(0)
     unit_column = "_sq_unit"
     # at equal arrival values: events (start edges before end edges) before CTIs

@@ -21,6 +21,7 @@ from streamql.events import Shape
 from streamql.query.joins import FLUSHED
 from streamql.spark.base.columns import (ACTION, ARRIVAL, BAD, CLOSED, END, HEAD, KIND, LATE_ARRIVAL, MOVED_TO, SEQ,
                                          START)
+from streamql.spark.base.sketches import Sketches, sketch
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.ingress import late
 from streamql.spark.ingress.binding import Binding, arrival_key, prepare, scan_settings, with_row_number
@@ -44,6 +45,7 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("arrival_increasing", T.BooleanType()), T.StructField("arrival_first", T.LongType()),
     T.StructField("arrival_last", T.LongType()), T.StructField("arrival_count", T.LongType()),
     T.StructField("arrival_sketch", T.ArrayType(T.LongType())),
+    T.StructField("start_count", T.LongType()), T.StructField("start_sketch", T.ArrayType(T.LongType())),
 ])
 
 #: the summary row's fields that ``scan.Summary`` holds (the row also carries the arrival facts)
@@ -65,6 +67,7 @@ _SUMMARY_ARROW = pa.schema([
     ("tail_max", pa.list_(pa.int64())), ("bad_rows", pa.int64()), ("first_bad", pa.int64()),
     ("arrival_increasing", pa.bool_()), ("arrival_first", pa.int64()), ("arrival_last", pa.int64()),
     ("arrival_count", pa.int64()), ("arrival_sketch", pa.list_(pa.int64())),
+    ("start_count", pa.int64()), ("start_sketch", pa.list_(pa.int64())),
 ])
 
 _SIMULATION_ARROW = pa.schema([
@@ -105,8 +108,8 @@ def _summarize_units(settings: scan.ScanSettings) -> Any:
             return
         # the arrival values come along only in partition order, where the partition is one unit
         arrivals = table.column("arrival") if "arrival" in table.schema.names else None
-        summaries = [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals)}
-                     for unit, rows in _units_of(table)]
+        summaries = [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals),
+                      **_start_facts(rows)} for unit, rows in _units_of(table)]
         if summaries:
             yield pa.RecordBatch.from_pylist([{**s, "tail_max": list(s["tail_max"])} for s in summaries],
                                              schema=_SUMMARY_ARROW)
@@ -116,18 +119,27 @@ def _summarize_units(settings: scan.ScanSettings) -> Any:
 def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
     """Whether a unit's arrival values increase strictly in partition order (no null), and its
     first and last: what proves partition order to be arrival order; and a sketch of its arrival
-    values (``scan.sketch``, nulls left out), from which the arrival numbering takes its ranges
+    values (``base.sketches.sketch``, nulls left out), from which the arrival numbering takes its ranges
     where that proof fails."""
     if arrivals is None:
         return {"arrival_increasing": None, "arrival_first": None, "arrival_last": None,
                 "arrival_count": None, "arrival_sketch": None}
     null = arrivals.is_null().to_numpy(zero_copy_only=False).astype(bool)
     present = arrivals.fill_null(0).to_numpy().astype(np.int64)[~null]
-    sketched = {"arrival_count": len(present), "arrival_sketch": scan.sketch(present)}
+    sketched = {"arrival_count": len(present), "arrival_sketch": sketch(present)}
     if null.any():
         return {"arrival_increasing": False, "arrival_first": None, "arrival_last": None, **sketched}
     return {"arrival_increasing": bool(np.all(present[1:] > present[:-1])),
             "arrival_first": int(present[0]), "arrival_last": int(present[-1]), **sketched}
+
+
+def _start_facts(rows: scan.Rows) -> dict[str, Any]:
+    """A sketch of a unit's event starts (``base.sketches.sketch``: inserts and start edges; CTI rows and bad
+    rows left out) with their count: the plan's range borders come from these
+    (``streamql.spark.windows.snapshot.range_borders``), not from a quantile job of their own."""
+    good = rows.good()
+    starts = good.starts[(good.kinds == scan.INSERT) | (good.kinds == scan.START_EDGE)]
+    return {"start_count": len(starts), "start_sketch": sketch(starts)}
 
 
 def _in_partition_order(summaries: list[dict[str, Any]]) -> bool:
@@ -206,6 +218,9 @@ class Ingress:
     #: lazy: built only if asked for). None where the run cannot give them yet (a streaming EDGE scan)
     late: DataFrame | None = None
     reached: int | None = None
+    #: sketches of the events' starts per scan unit (before late events are dropped or moved: a
+    #: superset balances ranges as well)
+    starts: Sketches | None = None
 
 
 @attrs.frozen(eq=False)
@@ -276,7 +291,7 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
         cti_steps=_cti_steps(s, walk.states) if wanted.cti_steps else None, persisted=persisted,
         state=attrs.evolve(walk.state, cti=ctis.final), rows=s.rows,
         late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late),
-        reached=ctis.reached,
+        reached=ctis.reached, starts=s.start_sketches,
     )
 
 
@@ -305,6 +320,11 @@ class _Summarized:
     @property
     def rows(self) -> int:
         return sum(rows for _, rows in self.unit_rows)
+
+    @property
+    def start_sketches(self) -> Sketches:
+        """The sketches of the events' starts, one per unit (``_start_facts``)."""
+        return tuple((u["start_count"], tuple(u["start_sketch"])) for u in self.summaries)
 
     @property
     def payload(self) -> list[str]:

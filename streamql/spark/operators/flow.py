@@ -26,9 +26,10 @@ from pyspark.sql import functions as F
 from streamql.expr.nodes import Expr, Literal
 from streamql.query import esper, nodes
 from streamql.spark.base.columns import FLOOR
+from streamql.spark.base.sketches import Sketches
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
-from streamql.time import INFINITY_MICROS, MAX_MICROS, MAX_SPAN_MICROS, MIN_MICROS, duration_micros
+from streamql.time import INFINITY_MICROS, MAX_MICROS, MAX_SPAN_MICROS, MIN_MICROS, duration_micros, shift
 
 LIFETIME = (START, END, CLOSED, HEAD, FLOOR)
 #: the key of the group's stream inside a ``group_apply`` sub-query in a compilation environment
@@ -108,6 +109,22 @@ def _groups_after(node: nodes.Node, groups: GroupCtis | None) -> GroupCtis | Non
     return groups.moved(rule, default)
 
 
+#: one-input operators whose events start where their input's do (or are some of them)
+_SAME_STARTS = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.ToPoint)
+
+
+def _starts_after(node: nodes.Node, starts: Sketches | None) -> Sketches | None:
+    """The sketches of the starts after ``node``: kept where its events start where their inputs'
+    do, moved by a constant shift; else None (the borders take a job). A sketch only balances
+    ranges, so one of a superset of the starts serves as well."""
+    if starts is None or isinstance(node, _SAME_STARTS):
+        return starts
+    if isinstance(node, nodes.AlterLifetime):
+        moved = duration_micros(node.start_shift)
+        return tuple((count, tuple(shift(t, moved) for t in points)) for count, points in starts)
+    return None
+
+
 @attrs.frozen
 class Flow:
     """A stream at some operator's output: its plan, final CTI, greatest finite CTI and the
@@ -123,11 +140,15 @@ class Flow:
     #: inside ``group_apply``, after a count or session window: each group's own CTI (None: every
     #: group's is ``cti``)
     group_ctis: GroupCtis | None = None
+    #: sketches of the events' starts (``base.sketches.Sketches``), where the operators since the
+    #: input keep or move starts predictably: the range borders of a window come from them
+    #: (``windows.snapshot.range_borders``); None: a window computes its borders with a job
+    starts: Sketches | None = attrs.field(default=None, eq=False)
 
     def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
         """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
         return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
-                    self.reached, _groups_after(node, self.group_ctis))
+                    self.reached, _groups_after(node, self.group_ctis), _starts_after(node, self.starts))
 
     def cti_column(self) -> Column | None:
         """The CTI of each row's group, on a frame ``with_group_ctis`` made: None where every group's
@@ -139,13 +160,15 @@ class Flow:
         return rows if self.group_ctis is None else self.group_ctis.joined(rows)
 
 
-def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reached: int | None = None) -> Flow:
+def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reached: int | None = None,
+               starts: Sketches | None = None) -> Flow:
     """An input's events (lifetime, flags and payload; no floor yet) as a stream whose CTI is
     ``cti``: an open event ends at or after that CTI, and keeps that floor downstream (after a
     union whose CTI is less, say: ``reference.operators.input_flow``). ``finite_cti``: its greatest
-    finite CTI; ``reached``: the arrival at which its CTI reached INFINITY."""
+    finite CTI; ``reached``: the arrival at which its CTI reached INFINITY; ``starts``: sketches of
+    its events' starts (the scan's)."""
     floor = F.lit(None).cast("long") if cti is None else F.when(~F.col(CLOSED), F.lit(cti))
-    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti, reached=reached)
+    return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti, reached=reached, starts=starts)
 
 
 def end_floor(cti: int | None, closed: Column | None = None, end: Column | None = None,

@@ -424,4 +424,7 @@ def _union(node: joins.Union, env: Mapping[str, Flow]) -> Flow:
     # an event keeps the bound its own stream proves (reference.operators.bounded), not the union's
     # lesser CTI: derived events (keep_last's, a window's) have no floor of their own
     frames = [_bounded(s).select(*LIFETIME, *s.keys, *fields) for s in sources]
-    return _binary_flow(node, sources, reduce(lambda a, b: a.unionByName(b), frames))
+    flow = _binary_flow(node, sources, reduce(lambda a, b: a.unionByName(b), frames))
+    # the union's starts are its inputs' together
+    sketched = [s.starts for s in sources if s.starts is not None]
+    return flow if len(sketched) < len(sources) else attrs.evolve(flow, starts=tuple(u for s in sketched for u in s))

@@ -18,6 +18,7 @@ from streamql.expr.nodes import Aggregate
 from streamql.query.windows import CountWindow
 from streamql.spark.base.aggregates import gathers, member_aggregates, result_name, value_name
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
+from streamql.spark.base.sketches import Sketches, quantiles
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis, shifted
 from streamql.spark.windows.stability import stable_once_cti_reaches
 from streamql.time import INFINITY_MICROS
@@ -27,14 +28,15 @@ ORDINAL, BLOCK, LAST_START = "_sq_ordinal", "_sq_block", "_sq_last_start"
 RANGE = "_sq_range"
 
 
-def ordinal(starts: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+def ordinal(starts: DataFrame, keys: tuple[str, ...], sketches: Sketches | None = None) -> DataFrame:
     """Numbers the rows of ``starts`` (distinct ``_sq_start`` per group of ``keys``) 0, 1, ... in
     start order within each group (``numbering`` without ties)."""
-    numbered, partition = numbering(starts, keys)
+    numbered, partition = numbering(starts, keys, sketches=sketches)
     return numbered.drop(*[c for c in partition if c not in keys])
 
 
-def numbering(rows: DataFrame, keys: tuple[str, ...], ties: Sequence[Column] = ()) -> tuple[DataFrame, tuple[str, ...]]:
+def numbering(rows: DataFrame, keys: tuple[str, ...], ties: Sequence[Column] = (), sketches: Sketches | None = None
+              ) -> tuple[DataFrame, tuple[str, ...]]:
     """Numbers the rows of ``rows`` 0, 1, ... (``ORDINAL``) per group of ``keys`` in the order of
     ``_sq_start``, then ``ties``. Without keys the timeline is cut into ranges at quantiles of the
     starts, numbered within each range in parallel and offset by the counts of the ranges before
@@ -52,11 +54,14 @@ def numbering(rows: DataFrame, keys: tuple[str, ...], ties: Sequence[Column] = (
         return rows.withColumn(ORDINAL, F.row_number().over(Window.partitionBy(*keys).orderBy(*order)) - 1), keys
     parts = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
     probabilities = [i / parts for i in range(1, parts)]
-    borders = sorted(set(rows.select(F.col(START).cast("double").alias("s"))
-                         .approxQuantile("s", probabilities, 0.001)))
+    # the borders from the scan's sketches of the starts (no job), else from a quantile job
+    borders: list[int] | list[float] = sorted(set(
+        quantiles(sketches, probabilities) if sketches is not None
+        else rows.select(F.col(START).cast("double").alias("s")).approxQuantile("s", probabilities, 0.001)))
+    start = F.col(START) if sketches is not None else F.col(START).cast("double")
     position = F.lit(0)
     for border in borders:  # the borders are literals: every job numbers the same way
-        position = position + F.when(F.col(START).cast("double") >= F.lit(border), 1).otherwise(0)
+        position = position + F.when(start >= F.lit(border), 1).otherwise(0)
     ranged = rows.withColumn(RANGE, position)
     counts = {row[0]: row[1] for row in ranged.groupBy(RANGE).count().collect()}
     offsets, total = [], 0
@@ -96,8 +101,8 @@ def _partials(aggregates: Sequence[Aggregate]) -> list[tuple[str, str, Column]]:
 
 
 def count_windows(spec: CountWindow, frame: DataFrame, keys: tuple[str, ...], aggregates: Sequence[Aggregate],
-                  cti: int | None, group_keys: tuple[str, ...] = (), group_ctis: GroupCtis | None = None
-                  ) -> tuple[DataFrame, int | None, GroupCtis | None]:
+                  cti: int | None, group_keys: tuple[str, ...] = (), group_ctis: GroupCtis | None = None,
+                  starts: Sketches | None = None) -> tuple[DataFrame, int | None, GroupCtis | None]:
     """One row per filled count window per group of ``keys`` (lifetime, stability, keys,
     aggregates), and the output CTI: the start of the earliest window that is not yet stable over
     all groups, or the input CTI if that is earlier (INFINITY stays INFINITY); and, inside
@@ -107,7 +112,7 @@ def count_windows(spec: CountWindow, frame: DataFrame, keys: tuple[str, ...], ag
     partials = _partials(aggregates)
     per_start = frame.groupBy(*keys, START).agg(*[c.alias(name) for name, _, c in partials]) if partials \
         else frame.select(*keys, START).distinct()
-    numbered = ordinal(per_start, keys).withColumn(BLOCK, F.floor(F.col(ORDINAL) / F.lit(n)).cast("long"))
+    numbered = ordinal(per_start, keys, starts).withColumn(BLOCK, F.floor(F.col(ORDINAL) / F.lit(n)).cast("long"))
     block = Window.partitionBy(*keys, BLOCK).orderBy(ORDINAL)
     prefix = block.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     suffix = block.rowsBetween(Window.currentRow, Window.unboundedFollowing)

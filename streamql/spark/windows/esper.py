@@ -106,7 +106,7 @@ def ranked(source: Flow, fields: list[str]) -> tuple[DataFrame, list[Column]]:
     frame = source.frame.select(START, END, HEAD, *source.keys, *fields)
     # the head last: rows tied on everything else then agree on HEADS however the tie is broken
     ties = [*[F.col(f).asc_nulls_first() for f in fields], F.col(END).asc(), F.col(HEAD).desc()]
-    numbered, partition = numbering(frame, source.keys, ties)
+    numbered, partition = numbering(frame, source.keys, ties, source.starts)
     order = [F.col(START).asc(), *ties]
     # An end at the CTI t, made by the i-th event of the order, stays at t while at least i events
     # with stable heads start at or before t (reference.esper._reached). Every event before t has

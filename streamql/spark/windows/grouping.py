@@ -90,7 +90,7 @@ def formed_windows(node: windows.WindowOperator, source: Flow, frame: DataFrame,
     if isinstance(spec, windows.SnapshotWindow):
         # the output CTI is the input's: so is each group's
         groups = source.group_ctis
-        formed = snapshot_windows(frame, keys, aggregates, cti, groups)
+        formed = snapshot_windows(frame, keys, aggregates, cti, groups, source.starts)
     elif isinstance(spec, windows.HoppingWindow):
         # only events that never end need the horizon — only with the CTI INFINITY, and only
         # inputs that may hold them pay for it
@@ -105,10 +105,11 @@ def formed_windows(node: windows.WindowOperator, source: Flow, frame: DataFrame,
         # inside group_apply the output CTI depends on each group's data: each group's own, from
         # the group's own input CTI where an earlier window made those differ
         formed, cti, finite, groups = session_windows(spec, frame, keys, aggregates, cti, finite, source.keys,
-                                                      source.group_ctis)
+                                                      source.group_ctis, source.starts)
     else:
         assert isinstance(spec, windows.CountWindow)
-        formed, cti, groups = count_windows(spec, frame, keys, aggregates, cti, source.keys, source.group_ctis)
+        formed, cti, groups = count_windows(spec, frame, keys, aggregates, cti, source.keys, source.group_ctis,
+                                            source.starts)
     return formed, cti, finite, groups
 
 

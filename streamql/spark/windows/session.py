@@ -41,6 +41,7 @@ from streamql.spark.base.columns import CLOSED, END, HEAD, START
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis, shifted
 from streamql.spark.runtime.connect import parallelism as session_parallelism
 from streamql.spark.windows.stability import stable_once_cti_reaches
+from streamql.spark.base.sketches import Sketches
 from streamql.spark.windows.snapshot import RANGES_PER_CORE, range_borders, range_of
 from streamql.time import INFINITY_MICROS
 
@@ -51,14 +52,15 @@ REACH, SESSION_END = "_sq_reach", "_sq_session_end"
 _RANGE, _BEFORE, _NEW = "_sq_range", "_sq_before", "_sq_new"
 
 
-def session_rows(frame: DataFrame, keys: tuple[str, ...], gap: int) -> DataFrame:
+def session_rows(frame: DataFrame, keys: tuple[str, ...], gap: int, starts: Sketches | None = None) -> DataFrame:
     """The rows of ``frame`` (``_sq_start``, ``_sq_end``, ``keys`` ...) with their extended end
-    (``EXTENDED``) and the start of their session in their group of ``keys`` (``SESSION``)."""
+    (``EXTENDED``) and the start of their session in their group of ``keys`` (``SESSION``);
+    ``starts``: sketches of the starts, for the borders of the ranges (``range_borders``)."""
     extended = frame.withColumn(EXTENDED, shifted(F.col(END), gap))
     if keys:
         return _swept(extended, keys, None, None)
     parallelism = session_parallelism(frame.sparkSession)
-    borders = range_borders(frame, RANGES_PER_CORE * parallelism)
+    borders = range_borders(frame, RANGES_PER_CORE * parallelism, starts)
     ranged = extended.withColumn(_RANGE, range_of(F.col(START), borders))
     incoming, carried = _across_ranges(ranged)
     return _swept(ranged, (_RANGE,), incoming, carried).drop(_RANGE)
@@ -122,7 +124,8 @@ def _by_range(values: Mapping[int, int]) -> Column:
 
 def session_windows(spec: SessionWindow, frame: DataFrame, keys: tuple[str, ...], aggregates: Sequence[Aggregate],
                     cti: int | None, finite: int | None, group_keys: tuple[str, ...] = (),
-                    group_ctis: GroupCtis | None = None) -> tuple[DataFrame, int | None, int | None, GroupCtis | None]:
+                    group_ctis: GroupCtis | None = None, starts: Sketches | None = None
+                    ) -> tuple[DataFrame, int | None, int | None, GroupCtis | None]:
     """One row per session (per piece, with ``max_duration``) per group of ``keys``: the lifetime,
     the stability flags, the keys and each aggregate (``result_name``); and the output CTI and
     greatest finite output CTI for the input's ``cti`` and ``finite`` (read from the data when
@@ -133,7 +136,7 @@ def session_windows(spec: SessionWindow, frame: DataFrame, keys: tuple[str, ...]
     Members see their lifetimes clipped to the window: a session holds its events' lifetimes
     whole, a piece cuts them at its end (before the session's end, which is after every member's
     end)."""
-    rows = session_rows(frame, keys, spec.gap)
+    rows = session_rows(frame, keys, spec.gap, starts)
     group = [*keys, SESSION]
     clipped_end = F.col(END)
     if spec.max_duration is not None:

@@ -39,7 +39,9 @@ counted apart from the finite values, so that one of them only affects the inter
 alive in, as in the reference. Integer and decimal running sums are exact, but a partial sum may
 overflow (an error in ANSI mode) where the alive events' own sum would not.
 
-Choosing the borders costs one pass over the input (``approxQuantile``) when the plan is built.
+The borders come from the sketches of the starts that the arrival-order scan made, where the
+operators since the input keep or move starts predictably (``Flow.starts``); elsewhere choosing
+them costs one pass over the input (``approxQuantile``) when the plan is built.
 
 >>> formed = snapshot_windows(frame, ("_sq_key0",), aggregates, cti)  # doctest: +SKIP
 >>> formed.columns  # doctest: +SKIP
@@ -57,6 +59,8 @@ from streamql.expr.nodes import Aggregate
 from streamql.spark.base.aggregates import MEMBERS, fold_user_aggregate, gathers, result_name, transferable, \
     value_name
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
+from streamql.spark.base.sketches import Sketches
+from streamql.spark.base.sketches import quantiles as sketched_quantiles
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis
 from streamql.spark.runtime.connect import parallelism as session_parallelism
 from streamql.time import INFINITY_MICROS, MAX_MICROS
@@ -107,18 +111,21 @@ _LONG_MIN = -(2**63)
 
 
 def snapshot_windows(frame: DataFrame, keys: tuple[str, ...], aggregates: Sequence[Aggregate],
-                     cti: int | None, group_ctis: GroupCtis | None = None) -> DataFrame:
+                     cti: int | None, group_ctis: GroupCtis | None = None, starts: Sketches | None = None
+                     ) -> DataFrame:
     """One row per snapshot interval in which an event is alive, per group of ``keys``.
 
     ``frame`` holds ``_sq_start``, ``_sq_end``, ``_sq_closed``, ``_sq_head``, the ``keys`` and each
     aggregate's argument (``aggregates.value_name``); the result holds each interval's lifetime and
     stability flags, the ``keys`` and each aggregate's value (``aggregates.result_name``). Without
     keys the timeline is cut into ranges, ``RANGES_PER_CORE`` per slot of the default parallelism.
-    ``group_ctis``: inside ``group_apply``, each group's own CTI (``cti`` is then the least of them).
+    ``group_ctis``: inside ``group_apply``, each group's own CTI (``cti`` is then the least of them);
+    ``starts``: sketches of the starts, for the borders (``range_borders``).
     """
     if not keys:
         parallelism = session_parallelism(frame.sparkSession)
-        return snapshot_over_ranges(frame, aggregates, cti, range_borders(frame, RANGES_PER_CORE * parallelism))
+        return snapshot_over_ranges(frame, aggregates, cti, range_borders(frame, RANGES_PER_CORE * parallelism,
+                                                                                    starts))
     # one column partitions the sweep — the key itself, or a struct of several: null key fields
     # compare equal in both, so nulls are a group of their own in windows and aggregations alike
     # (a single key stays as it is: sorting and hashing a struct costs more)
@@ -139,12 +146,15 @@ def snapshot_windows(frame: DataFrame, keys: tuple[str, ...], aggregates: Sequen
     return own.select(START, END, closed.alias(CLOSED), (F.col(START) < group_cti).alias(HEAD), *keys, *results)
 
 
-def range_borders(frame: DataFrame, ranges: int) -> list[int]:
+def range_borders(frame: DataFrame, ranges: int, starts: Sketches | None = None) -> list[int]:
     """Up to ``ranges - 1`` increasing finite times cutting the timeline into ranges of about as many
-    event starts each (approximate quantiles: one pass over ``frame``, computed now)."""
+    event starts each: approximate quantiles from ``starts``, sketches of the starts that the
+    arrival-order scan made (no job), else from one pass over ``frame``, computed now."""
     if ranges <= 1:
         return []
-    quantiles = frame.approxQuantile(START, [k / ranges for k in range(1, ranges)], 1 / (4 * ranges))
+    probabilities = [k / ranges for k in range(1, ranges)]
+    quantiles = (sketched_quantiles(starts, probabilities) if starts is not None
+                 else frame.approxQuantile(START, probabilities, 1 / (4 * ranges)))
     # doubles come back: any finite longs will do as borders (INFINITY is an endpoint, not a border)
     return sorted({min(max(int(q), _LONG_MIN + 1), MAX_MICROS) for q in quantiles if q is not None})
 

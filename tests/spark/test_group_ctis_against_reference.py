@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -121,6 +122,7 @@ def test_group_ctis_on_spark_equal_reference(spark: SparkSession, data: st.DataO
     assert bind(sq.Binder(spark), source, df, shape, at).run(q, output=output) == expected
 
 
+@pytest.mark.slow  # 2-9 s an example: the default tier draws these operators in the tests above
 @settings(SPARK_EXAMPLES, max_examples=examples(10))
 @given(data=st.data())
 def test_operators_after_group_windows_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

@@ -332,6 +332,26 @@ CASES += [
          V, interval=[(0, 2, C1), (2, 5, C2)],
          edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 5, 2, C2)],
          points=[(0, C1), (1, C1), (2, C2)], final_cti=4),
+    # a nested group_apply sees its outer group's CTI: the windows grouped by their count (one inner
+    # group per outer one), counted by a snapshot window inside: a's snapshots [0, 2) 1, [2, 3) 2,
+    # [3, 5) 1, [5, 6) 2, [6, 8) 1 with a's CTI 7: the end 5 is final. b's [1, 5): its end is after
+    # b's CTI 4, its head only
+    Case("a nested group_apply sees its outer group's CTI",
+         _in_groups(lambda g: _pairs_of(g).group_apply(lambda e: e.n, _snapshot_count, lambda k, e: e)),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, C1), (2, 3, C2), (3, 5, C1)],
+         edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 3, 2, C2),
+                (START, 3, 3, C1), (END, 5, 3, C1)],
+         points=[(0, C1), (1, C1), (2, C2), (3, C1)], final_cti=4),
+    # ... and gives it its groups' CTIs: the count window inside a nested group_apply (by the same
+    # value: one inner group per outer one), the snapshot after it — the same snapshots and CTIs
+    Case("a nested group_apply gives its outer group its groups' CTIs",
+         _in_groups(lambda g: _snapshot_count(g.group_apply(lambda e: e.v, _pairs_of, lambda k, e: e))),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, C1), (2, 3, C2), (3, 5, C1)],
+         edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 3, 2, C2),
+                (START, 3, 3, C1), (END, 5, 3, C1)],
+         points=[(0, C1), (1, C1), (2, C2), (3, C1)], final_cti=4),
 ]
 
 

@@ -92,7 +92,9 @@ def least_group_ctis(node: nodes.Node, sources: Sequence[Flow]) -> GroupCtis | N
     if default is None:
         return None
     keys = frames[0].keys
-    assert all(g.keys == keys for g in frames), "the inputs of a multi-stream operator come from one group"
+    if any(g.keys != keys for g in frames):
+        # inside a nested group_apply, one input's per outer group and the other's per inner group
+        return None
     # a source's frame holds only groups below its default: the least over the frames a group is
     # in and the defaults of the others is the least over the frames and the least default
     rows = reduce(lambda a, b: a.unionByName(b), [g.frame.select(*keys, GROUP_CTI) for g in frames])

@@ -1,7 +1,7 @@
 """Property tests for each group's own CTI inside ``group_apply`` (issue 23, item 4.2): a count or
 session window inside the sub-query propagates its group's CTI, and the operators after it there —
 a snapshot window, ``keep_last``, ``length_batch``, a pipeline, a second window, ``union``, ``join``,
-``anti_join``, ``clip``, ``as_of_join``, ``to_signal`` — release what the
+``anti_join``, ``clip``, ``as_of_join``, ``to_signal``, a nested ``group_apply`` — release what the
 reference (which runs the sub-query once per group) releases; after ``group_apply`` an event keeps
 its group's bound through a union and a join (item 4.3). Random inputs, settings, queries and
 output shapes, on Spark in one batch and in micro-batches, equal to the reference."""
@@ -62,16 +62,21 @@ def two_inputs(draw: st.DrawFn, after: str, w: sq.Stream[P], g: sq.Stream[P],
 
 @st.composite
 def group_queries(draw: st.DrawFn, source: sq.Stream[P], afters: list[str] | None = None) -> sq.Stream[Any]:
-    window = draw(st.sampled_from(["count", "session"]), label="window")
+    window = draw(st.sampled_from(["count", "session", "count nested"]), label="window")
     n = draw(st.integers(1, 3), label="n")
     gap = us(draw(st.integers(1, 15), label="gap"))
     after = draw(st.sampled_from(afters or ["snapshot", "keep_last", "length_batch", "where snapshot",
                                             "snapshot keep_last", "hopping", "count again", "session again",
-                                            "nothing", *TWO_INPUTS]), label="after")
+                                            "nothing", "nested snapshot", "nested then snapshot",
+                                            *TWO_INPUTS]), label="after")
 
     def sub(g: sq.Stream[P]) -> sq.Stream[P]:
         if window == "count":
             w = g.count_window(n).select(lambda w: P(w.count(), w.count() * 2, "c", w.max(lambda e: e.o)))
+        elif window == "count nested":
+            # in a nested group_apply: its groups' CTIs reach the outer group
+            w = g.group_apply(lambda e: e.v % 2, lambda h: h.count_window(n).select(
+                lambda w: P(w.count(), w.count() * 2, "c", w.max(lambda e: e.o))), lambda key, e: e)
         else:
             w = g.session_window(gap).select(lambda w: P(w.count(), w.count() * 3, "s", w.min(lambda e: e.o)))
         def counted(x: sq.Stream[P]) -> sq.Stream[P]:
@@ -93,6 +98,10 @@ def group_queries(draw: st.DrawFn, source: sq.Stream[P], afters: list[str] | Non
             return w.count_window(2).select(lambda w: P(w.count(), 1, "cc", None))
         if after == "session again":
             return w.alter_duration(us(2)).session_window(us(4)).select(lambda w: P(w.count(), 1, "ss", None))
+        if after == "nested snapshot":
+            return w.group_apply(lambda e: e.k % 2, counted, lambda key, e: e)
+        if after == "nested then snapshot":
+            return counted(w.group_apply(lambda e: e.v % 2, lambda h: h.where(lambda e: e.k > 0), lambda key, e: e))
         if after in TWO_INPUTS:
             return two_inputs(draw, after, w, g, counted)
         return w

@@ -248,7 +248,8 @@ def _snapshot_count(x: sq.Stream[Any]) -> sq.Stream[Count]:
     return x.snapshot_window().select(lambda w: Count(w.count()))
 
 
-def _in_groups(apply: Callable[[sq.Stream[V]], sq.Stream[Any]]) -> Callable[[Mapping[str, sq.Stream[Any]]], sq.Stream[Any]]:
+def _in_groups(apply: Callable[[sq.Stream[V]], sq.Stream[Any]]
+               ) -> Callable[[Mapping[str, sq.Stream[Any]]], sq.Stream[Any]]:
     """``in`` grouped by its value, ``apply`` per group; the result keeps the sub-query's payload."""
     return lambda s: s["in"].group_apply(lambda e: e.v, apply, lambda k, e: e)
 

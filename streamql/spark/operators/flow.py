@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import singledispatch
-from functools import reduce
+from functools import reduce, singledispatch
 from typing import Callable, Iterator, Mapping, Sequence, TypeVar, Union
 
 import attrs

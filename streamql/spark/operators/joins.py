@@ -209,11 +209,12 @@ def overlapping_pairs(left: Flow, right: Flow, fields_left: Sequence[str], field
     A row holds the left event's columns under their names (lifetime, flags, floor, keys, payload
     fields) and the right event's as ``_sq_right_start``, ``_sq_right_end``, ``_sq_right_closed``,
     ``_sq_right_head``, ``_sq_right_floor`` and the struct ``_sq_right_payload`` (of the fields
-    ``fields_right``), and the pair's group's CTI in either input (``_sq_left_cti``, ``_sq_right_cti``)
-    where that input's groups' CTIs differ (``side_ctis``). With ``right_starts_only`` a right event stands for its start alone,
-    ``[start, start + 1)``: pairs whose left lifetime holds that start. With ``to_unstable_end`` a
-    left event whose end is not stable and equals its end floor reaches one tick past it: the right
-    events starting exactly at that end pair with it too (they cut it there, ``reference.joins._reaches``).
+    ``fields_right``), and the pair's group's CTI in either input (``_sq_left_cti``,
+    ``_sq_right_cti``) where that input's groups' CTIs differ (``side_ctis``). With
+    ``right_starts_only`` a right event stands for its start alone, ``[start, start + 1)``: pairs
+    whose left lifetime holds that start. With ``to_unstable_end`` a left event whose end is not
+    stable and equals its end floor reaches one tick past it: the right events starting exactly at
+    that end pair with it too (they cut it there, ``reference.joins._reaches``).
     """
     assert left.keys == right.keys, "both inputs of a multi-stream operator come from one group"
     keys = equality_keys(on)

@@ -62,6 +62,8 @@ class Case:
     adjusted: int = 0
     #: on Spark, inputs with arrival columns (one clock, as the reference's list positions)
     arrival: bool = False
+    #: on Spark, in the deep tier only (its Spark jobs cost several seconds more than most cases')
+    deep: bool = False
 
     def streams(self) -> dict[str, sq.Stream[Any]]:
         return {name: sq.input(name, self.payload, side.shape) for name, side in self.sides.items()}
@@ -295,7 +297,7 @@ CASES += [
          V, interval=[(1, 2, A), (3, 5, A), (3, 5, A)],
          edges=[(START, 1, 1, A), (END, 2, 1, A), (START, 2, 2, B), (START, 3, 3, A), (START, 3, 3, A),
                 (END, 5, 3, A), (END, 5, 3, A)],
-         points=[(1, A), (2, B), (3, A), (3, A)], final_cti=4),
+         points=[(1, A), (2, B), (3, A), (3, A)], final_cti=4, deep=True),
     # the windows' union with the group's points (count 0), counted by a snapshot window: the
     # union's CTI in a is min(7, 10) = 7. a's snapshots [0, 1) 2, [1, 2) 1, [2, 3) 3, [3, 5) 1,
     # [5, 6) 3, ...: the end 5 of [3, 5) — made by the stable starts at 5 — is at or before 7: final
@@ -319,7 +321,7 @@ CASES += [
          V, interval=[(0, 2, C1), (1, 4, C1), (2, 3, Count(4)), (3, 5, C2)],
          edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, Count(4)),
                 (END, 3, 2, Count(4)), (START, 3, 3, C2), (END, 4, 1, C1), (END, 5, 3, C2)],
-         points=[(0, C1), (1, C1), (2, Count(4)), (3, C2)], final_cti=4),
+         points=[(0, C1), (1, C1), (2, Count(4)), (3, C2)], final_cti=4, deep=True),
     # the group's events made 10 long, each joined as of the latest window at or before its start,
     # counted by a snapshot window: the as-of join's CTI in a is min(10, 7) = 7. a's results
     # [0, 10), [2, 12), [5, 15) (partners starting with them: stable) and [7, 17) (partner at 5:
@@ -332,7 +334,7 @@ CASES += [
          {"in": Side(sq.Shape.POINT, GROUPS)},
          V, interval=[(0, 2, C1), (2, 5, C2)],
          edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 5, 2, C2)],
-         points=[(0, C1), (1, C1), (2, C2)], final_cti=4),
+         points=[(0, C1), (1, C1), (2, C2)], final_cti=4, deep=True),
     # a nested group_apply sees its outer group's CTI: the windows grouped by their count (one inner
     # group per outer one), counted by a snapshot window inside: a's snapshots [0, 2) 1, [2, 3) 2,
     # [3, 5) 1, [5, 6) 2, [6, 8) 1 with a's CTI 7: the end 5 is final. b's [1, 5): its end is after

@@ -1,13 +1,15 @@
 """Property tests for each group's own CTI inside ``group_apply`` (issue 23, item 4.2): a count or
 session window inside the sub-query propagates its group's CTI, and the operators after it there —
-a snapshot window, ``keep_last``, ``length_batch``, a pipeline, a second window — release what the
+a snapshot window, ``keep_last``, ``length_batch``, a pipeline, a second window, ``union``, ``join``,
+``anti_join``, ``clip``, ``as_of_join``, ``to_signal``, a nested ``group_apply`` — release what the
 reference (which runs the sub-query once per group) releases; after ``group_apply`` an event keeps
 its group's bound through a union and a join (item 4.3). Random inputs, settings, queries and
 output shapes, on Spark in one batch and in micro-batches, equal to the reference."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -20,17 +22,61 @@ from support.depth import examples
 from support.streams import SPARK_EXAMPLES, P, advance_settings, inputs, us
 
 
+#: the multi-stream operators (and ``to_signal``) after the window in the sub-query (issue 23, item
+#: 4: each takes its group's CTIs)
+TWO_INPUTS = ["union", "join", "self join", "anti_join", "anti_join by", "clip", "clip by", "as_of", "as_of by",
+              "to_signal"]
+
+
+def two_inputs(draw: st.DrawFn, after: str, w: sq.Stream[P], g: sq.Stream[P],
+               counted: Callable[[sq.Stream[P]], sq.Stream[P]]) -> sq.Stream[P]:
+    """``after`` of the window's output ``w`` and the group's stream ``g`` (or ``w`` itself), then
+    maybe a snapshot window (whose stability reads the operator's per-group CTI)."""
+    other = g.where(lambda e: e.k % 3 != 0) if draw(st.booleans(), label="other filtered") else g
+
+    def pair(l: P, r: P) -> P:
+        return P(l.k, r.v, l.s, r.o)
+
+    if after == "union":
+        out = w.union(other)
+    elif after == "join":
+        out = w.join(other, None if draw(st.booleans(), label="no on") else (lambda l, r: l.k <= r.k % 4), pair)
+    elif after == "self join":
+        out = w.join(w, lambda l, r: l.k >= r.k, pair)
+    elif after == "anti_join":
+        out = w.anti_join(other, None)
+    elif after == "anti_join by":
+        out = other.anti_join(w, lambda l, r: l.k % 3 != r.k)
+    elif after == "clip":
+        out = w.clip(other, lambda l, r: l.k != r.k)
+    elif after == "clip by":
+        out = other.keep_last(2).clip(w, lambda l, r: l.v != r.k)
+    elif after == "as_of":
+        out = w.as_of_join(other, lambda l, r: l.k == r.k % 3, pair)
+    elif after == "as_of by":
+        out = other.as_of_join(w, lambda l, r: l.k % 3 == r.k, pair)
+    else:
+        out = w.to_signal(lambda e: e.k % 2)
+    return counted(out) if draw(st.booleans(), label="then snapshot") else out
+
+
 @st.composite
-def group_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
-    window = draw(st.sampled_from(["count", "session"]), label="window")
+def group_queries(draw: st.DrawFn, source: sq.Stream[P], afters: list[str] | None = None) -> sq.Stream[Any]:
+    window = draw(st.sampled_from(["count", "session", "count nested"]), label="window")
     n = draw(st.integers(1, 3), label="n")
     gap = us(draw(st.integers(1, 15), label="gap"))
-    after = draw(st.sampled_from(["snapshot", "keep_last", "length_batch", "where snapshot", "snapshot keep_last",
-                                  "hopping", "count again", "session again", "nothing"]), label="after")
+    after = draw(st.sampled_from(afters or ["snapshot", "keep_last", "length_batch", "where snapshot",
+                                            "snapshot keep_last", "hopping", "count again", "session again",
+                                            "nothing", "nested snapshot", "nested then snapshot",
+                                            *TWO_INPUTS]), label="after")
 
     def sub(g: sq.Stream[P]) -> sq.Stream[P]:
         if window == "count":
             w = g.count_window(n).select(lambda w: P(w.count(), w.count() * 2, "c", w.max(lambda e: e.o)))
+        elif window == "count nested":
+            # in a nested group_apply: its groups' CTIs reach the outer group
+            w = g.group_apply(lambda e: e.v % 2, lambda h: h.count_window(n).select(
+                lambda w: P(w.count(), w.count() * 2, "c", w.max(lambda e: e.o))), lambda key, e: e)
         else:
             w = g.session_window(gap).select(lambda w: P(w.count(), w.count() * 3, "s", w.min(lambda e: e.o)))
         def counted(x: sq.Stream[P]) -> sq.Stream[P]:
@@ -52,6 +98,12 @@ def group_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
             return w.count_window(2).select(lambda w: P(w.count(), 1, "cc", None))
         if after == "session again":
             return w.alter_duration(us(2)).session_window(us(4)).select(lambda w: P(w.count(), 1, "ss", None))
+        if after == "nested snapshot":
+            return w.group_apply(lambda e: e.k % 2, counted, lambda key, e: e)
+        if after == "nested then snapshot":
+            return counted(w.group_apply(lambda e: e.v % 2, lambda h: h.where(lambda e: e.k > 0), lambda key, e: e))
+        if after in TWO_INPUTS:
+            return two_inputs(draw, after, w, g, counted)
         return w
 
     q = source.group_apply(lambda e: e.k % 2, sub, lambda key, e: P(key * 10 + e.k, e.v, e.s, e.o))
@@ -74,6 +126,26 @@ def test_group_ctis_on_spark_equal_reference(spark: SparkSession, data: st.DataO
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
     check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)  # releases what it must
+    event(f"released {'some' if expected.events or expected.edges else 'none'}")
+    df = frame(spark, P, shape, items, partitions=data.draw(st.integers(1, 3), label="partitions"))
+    assert bind(sq.Binder(spark), source, df, shape, at).run(q, output=output) == expected
+
+
+@pytest.mark.slow  # 2-9 s an example: the default tier draws these operators in the tests above
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@given(data=st.data())
+def test_operators_after_group_windows_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    """The multi-stream operators and ``to_signal`` after a count or session window in the
+    sub-query: each group's CTI through them, on Spark as in the reference."""
+    shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
+    items = data.draw(inputs(shape, open_ends=True), label="items")
+    at = data.draw(advance_settings(), label="settings")
+    source = sq.input("in", P, shape)
+    q = data.draw(group_queries(source, TWO_INPUTS), label="query")
+    note(f"query tree: {q.node!r}")
+    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
+    expected = sq.reference.run(q, {"in": sq.reference.ReferenceInput(items, at)}, output=output)
+    check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)
     event(f"released {'some' if expected.events or expected.edges else 'none'}")
     df = frame(spark, P, shape, items, partitions=data.draw(st.integers(1, 3), label="partitions"))
     assert bind(sq.Binder(spark), source, df, shape, at).run(q, output=output) == expected

@@ -24,7 +24,8 @@ def binder(spark: SparkSession, case: Case) -> sq.Binder:
     return bound
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.slow] if c.deep else [], id=c.name)
+                                  for c in CASES])
 def test_case_on_spark(spark: SparkSession, case: Case) -> None:
     q: sq.Stream[Any] = case.built()
     interval, point, edge = run_in_shapes(binder(spark, case), q, sq.Shape.INTERVAL, sq.Shape.POINT, sq.Shape.EDGE)

@@ -62,6 +62,8 @@ class Case:
     adjusted: int = 0
     #: on Spark, inputs with arrival columns (one clock, as the reference's list positions)
     arrival: bool = False
+    #: on Spark, in the deep tier only (its Spark jobs cost several seconds more than most cases')
+    deep: bool = False
 
     def streams(self) -> dict[str, sq.Stream[Any]]:
         return {name: sq.input(name, self.payload, side.shape) for name, side in self.sides.items()}
@@ -236,6 +238,123 @@ CASES = [
                                       sq.Insert(1, 2, B), sq.Insert(8, 9, B), sq.Cti(6)])},
          V, interval=[(0, 2, Count(2))], edges=[(START, 0, 0, Count(2)), (END, 2, 0, Count(2))],
          points=[(0, Count(2))], final_cti=1),
+]
+
+
+def _pairs_of(g: sq.Stream[Any]) -> sq.Stream[Count]:
+    """count_window(2) with the count as payload."""
+    return g.count_window(2).select(lambda w: Count(w.count()))
+
+
+def _snapshot_count(x: sq.Stream[Any]) -> sq.Stream[Count]:
+    return x.snapshot_window().select(lambda w: Count(w.count()))
+
+
+def _in_groups(apply: Callable[[sq.Stream[V]], sq.Stream[Any]]
+               ) -> Callable[[Mapping[str, sq.Stream[Any]]], sq.Stream[Any]]:
+    """``in`` grouped by its value, ``apply`` per group; the result keeps the sub-query's payload."""
+    return lambda s: s["in"].group_apply(lambda e: e.v, apply, lambda k, e: e)
+
+
+# issue 23, item 4: the operators after a count window inside group_apply see their group's CTIs.
+# in (POINT): group a at 0, 2, 5, 7, group b at 1, 4, then Cti(10). count_window(2) (count 2 each):
+# a's windows [0, 3), [2, 6), [5, 8) are stable (their last starts are before 10) and a's fourth
+# start 7 has not filled one: a's output CTI is 7; b's window [1, 5) is stable and its start 4 has
+# not filled one: b's is 4. group_apply's CTI is the least, 4: what starts before 4 is released once
+# final. On Spark each operator below read the least CTI 4 where the reference (once per group)
+# reads a's 7, and released less.
+GROUPS = [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(5, 6, A), sq.Insert(7, 8, A),
+          sq.Insert(1, 2, B), sq.Insert(4, 5, B), sq.Cti(10)]
+C1, C2 = Count(1), Count(2)
+CASES += [
+    # to_signal of the windows (one key): a's signals [0, 2), [2, 5), [5, ∞), b's [1, ∞). [2, 5)'s
+    # end is the stable start 5 of a's next window, before a's CTI 7: final. (With the least CTI 4
+    # it would not be: 5 is after 4.) Released: [0, 2), [2, 5); b's head at 1
+    Case("to_signal after a count window sees its group's CTI inside group_apply",
+         _in_groups(lambda g: _pairs_of(g).to_signal(lambda e: e.n)),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, C2), (2, 5, C2)],
+         edges=[(START, 0, 0, C2), (END, 2, 0, C2), (START, 1, 1, C2), (START, 2, 2, C2), (END, 5, 2, C2)],
+         points=[(0, C2), (1, C2), (2, C2)], final_cti=4),
+    # the group's events made 100 long, clipped by the windows' starts: a's [0, 100) is cut at 2
+    # and [2, 102) at 5 — made by a window with a stable start, at or before the windows' CTI in a,
+    # 7 (not at or before 4): [2, 5) is final. a's [5, 105) and b's [1, 101) (no window starts
+    # after them) keep their own ends, after the CTI: open, their heads released
+    Case("clip by a count window's output sees its group's CTI inside group_apply",
+         _in_groups(lambda g: g.alter_duration(us(100)).clip(_pairs_of(g), lambda l, r: r.n > 1)),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, A), (2, 5, A)],
+         edges=[(START, 0, 0, A), (END, 2, 0, A), (START, 1, 1, B), (START, 2, 2, A), (END, 5, 2, A)],
+         points=[(0, A), (1, B), (2, A)], final_cti=4),
+    # the same 100-long events less the windows' first instants (points at 0, 2, 5 in a, 1 in b):
+    # a's [0, 100) gives [1, 2), [3, 5), [6, 100), a's [2, 102) gives [3, 5), [6, 102), b's
+    # [1, 101) gives [2, 101). The piece ends 2 and 5 are stable window starts at or before a's CTI
+    # 7 of the right input: [1, 2) and both [3, 5) are final (with the least CTI 4 the ends 5 would
+    # not be); b's [2, 101) ends after b's CTI 4: its head only
+    Case("anti_join with a count window's output sees its group's CTI inside group_apply",
+         _in_groups(lambda g: g.alter_duration(us(100)).anti_join(_pairs_of(g).alter_duration(us(1)), None)),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(1, 2, A), (3, 5, A), (3, 5, A)],
+         edges=[(START, 1, 1, A), (END, 2, 1, A), (START, 2, 2, B), (START, 3, 3, A), (START, 3, 3, A),
+                (END, 5, 3, A), (END, 5, 3, A)],
+         points=[(1, A), (2, B), (3, A), (3, A)], final_cti=4, deep=True),
+    # the windows' union with the group's points (count 0), counted by a snapshot window: the
+    # union's CTI in a is min(7, 10) = 7. a's snapshots [0, 1) 2, [1, 2) 1, [2, 3) 3, [3, 5) 1,
+    # [5, 6) 3, ...: the end 5 of [3, 5) — made by the stable starts at 5 — is at or before 7: final
+    # (not before the least CTI 4). b's [1, 2) 2, [2, 4) 1 are final (b's CTI 4)
+    Case("a union's CTI is its group's inside group_apply",
+         _in_groups(lambda g: _snapshot_count(_pairs_of(g).union(g.select(lambda e: Count(0))))),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 1, C2), (1, 2, C1), (1, 2, C2), (2, 3, Count(3)), (2, 4, C1), (3, 5, C1)],
+         edges=[(START, 0, 0, C2), (END, 1, 0, C2), (START, 1, 1, C1), (START, 1, 1, C2), (END, 2, 1, C1),
+                (END, 2, 1, C2), (START, 2, 2, C1), (START, 2, 2, Count(3)), (END, 3, 2, Count(3)),
+                (START, 3, 3, C1), (END, 4, 2, C1), (END, 5, 3, C1)],
+         points=[(0, C2), (1, C1), (1, C2), (2, C1), (2, Count(3)), (3, C1)], final_cti=4),
+    # the windows joined with the 100-long events, counted by a snapshot window: the join's CTI in
+    # a is min(7, 10) = 7. a's pairs [0, 3), [2, 3), [2, 6) twice, [5, 6), [5, 8) three times,
+    # [7, 8): snapshots [0, 2) 1, [2, 3) 4, [3, 5) 2, [5, 6) 5, ...; [3, 5)'s end 5 is at or before
+    # 7: final. b's pairs [1, 5), [4, 5): [1, 4) 1 is final
+    Case("a join's CTI is its group's inside group_apply",
+         _in_groups(lambda g: _snapshot_count(_pairs_of(g).join(g.alter_duration(us(100)), None,
+                                                                lambda l, r: Count(l.n)))),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, C1), (1, 4, C1), (2, 3, Count(4)), (3, 5, C2)],
+         edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, Count(4)),
+                (END, 3, 2, Count(4)), (START, 3, 3, C2), (END, 4, 1, C1), (END, 5, 3, C2)],
+         points=[(0, C1), (1, C1), (2, Count(4)), (3, C2)], final_cti=4, deep=True),
+    # the group's events made 10 long, each joined as of the latest window at or before its start,
+    # counted by a snapshot window: the as-of join's CTI in a is min(10, 7) = 7. a's results
+    # [0, 10), [2, 12), [5, 15) (partners starting with them: stable) and [7, 17) (partner at 5:
+    # not stable, 7 is not before a's right CTI 7): snapshots [0, 2) 1, [2, 5) 2, [5, 7) 3, ...;
+    # [2, 5)'s end 5 is at or before 7: final. b's [1, 11) and [4, 14) (partner at 1, 4 is not
+    # before b's 4): [1, 4)'s end is an unstable start, its head only
+    Case("an as-of join's CTI is its group's inside group_apply",
+         _in_groups(lambda g: _snapshot_count(g.alter_duration(us(10)).select(lambda e: Count(2)).as_of_join(
+             _pairs_of(g), lambda l, r: l.n == r.n, lambda l, r: Count(r.n)))),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, C1), (2, 5, C2)],
+         edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 5, 2, C2)],
+         points=[(0, C1), (1, C1), (2, C2)], final_cti=4, deep=True),
+    # a nested group_apply sees its outer group's CTI: the windows grouped by their count (one inner
+    # group per outer one), counted by a snapshot window inside: a's snapshots [0, 2) 1, [2, 3) 2,
+    # [3, 5) 1, [5, 6) 2, [6, 8) 1 with a's CTI 7: the end 5 is final. b's [1, 5): its end is after
+    # b's CTI 4, its head only
+    Case("a nested group_apply sees its outer group's CTI",
+         _in_groups(lambda g: _pairs_of(g).group_apply(lambda e: e.n, _snapshot_count, lambda k, e: e)),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, C1), (2, 3, C2), (3, 5, C1)],
+         edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 3, 2, C2),
+                (START, 3, 3, C1), (END, 5, 3, C1)],
+         points=[(0, C1), (1, C1), (2, C2), (3, C1)], final_cti=4),
+    # ... and gives it its groups' CTIs: the count window inside a nested group_apply (by the same
+    # value: one inner group per outer one), the snapshot after it — the same snapshots and CTIs
+    Case("a nested group_apply gives its outer group its groups' CTIs",
+         _in_groups(lambda g: _snapshot_count(g.group_apply(lambda e: e.v, _pairs_of, lambda k, e: e))),
+         {"in": Side(sq.Shape.POINT, GROUPS)},
+         V, interval=[(0, 2, C1), (2, 3, C2), (3, 5, C1)],
+         edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 3, 2, C2),
+                (START, 3, 3, C1), (END, 5, 3, C1)],
+         points=[(0, C1), (1, C1), (2, C2), (3, C1)], final_cti=4),
 ]
 
 

@@ -40,8 +40,9 @@ from streamql.query import as_of
 from streamql.query.joins import conjuncts, equality_key, greatest_finite_cti, params_read
 from streamql.spark.base.columns import CLOSED, END, FLOOR, HEAD, START
 from streamql.spark.base.expressions import compile_expr, construct_columns
-from streamql.spark.operators.joins import R_HEAD, R_PAYLOAD, R_START, pair_field
-from streamql.spark.operators.flow import LIFETIME, Flow, by_name, compile_node, end_floor
+from streamql.spark.operators.joins import L_CTI, R_CTI, R_HEAD, R_PAYLOAD, R_START, pair_field
+from streamql.spark.operators.flow import (GROUP_CTI, LIFETIME, Flow, by_name, compile_node, cti_literal, end_floor,
+                                           least_group_ctis)
 from streamql.time import INFINITY_MICROS
 
 # the stacked frame: a row's time and side (right rows first at one start), the left event, the
@@ -176,27 +177,31 @@ def _as_of_join(node: as_of.AsOfJoin, env: Mapping[str, Flow]) -> Flow:
         partners = _joined_partners(node, left, right)
     else:
         partners = _stacked_partners(node, left, right)
+    # inside group_apply, the CTIs of the left event's group
+    partners = right.with_group_ctis(left.with_group_ctis(partners, L_CTI), R_CTI)
+    rcti = right.row_cti(R_CTI)
     # the partner is final once no right event can come or change between its start and the left
     # start: the right CTI passed the left start, or the two starts are one
     settled = F.col(_AS_OF) == F.col(START)
-    if right.cti is not None:
-        settled = settled | (F.col(START) < F.lit(right.cti))
+    if rcti is not None:
+        settled = settled | F.coalesce(F.col(START) < cti_literal(rcti), F.lit(False))
     head = F.col(HEAD) & F.col(R_HEAD) & settled
     closed = head & F.col(CLOSED)
-    floor = F.when(~closed, end_floor(left.cti))
+    floor = F.when(~closed, end_floor(left.row_cti(L_CTI)))
     payload = construct_columns(node.projection, pair_field)
     out = partners.select(START, END, closed.alias(CLOSED), head.alias(HEAD), floor.alias(FLOOR), *left.keys,
                           *[c.alias(name) for name, c in payload])
     ctis = (left.cti, right.cti)
     finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), (left.reached, right.reached))
-    return Flow(out, node.output_cti(ctis), finite, left.keys, reached)
+    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]))
 
 
 @compile_node.register
 def _to_signal(node: as_of.ToSignal, env: Mapping[str, Flow]) -> Flow:
     source = compile_node(node.source, env)
     fields = [f.name for f in node.schema.fields]
-    frame = source.frame.select("*", compile_expr(node.key, by_name).alias(_SIGNAL_KEY))
+    # inside group_apply, each row's group's CTI (GROUP_CTI) where the groups' differ
+    frame = source.with_group_ctis(source.frame).select("*", compile_expr(node.key, by_name).alias(_SIGNAL_KEY))
     per_key = [*source.keys, _SIGNAL_KEY]
     # stable heads first among equal starts: the lead into a start says whether any there is stable
     ordered = Window.partitionBy(*per_key).orderBy(F.col(START), F.col(HEAD).desc())
@@ -208,8 +213,13 @@ def _to_signal(node: as_of.ToSignal, env: Mapping[str, Flow]) -> Flow:
     nxt = F.col(_NEXT)
     end = F.coalesce(nxt["at"], F.lit(INFINITY_MICROS))
     cti = source.cti
-    if cti is None:
-        closed: Column = F.lit(False)
+    if source.group_ctis is not None:
+        # each group's own CTI (finite or INFINITY)
+        own = F.col(GROUP_CTI)
+        made = nxt.isNotNull() & ((nxt["at"] < own) | ((nxt["at"] == own) & nxt["head"]))
+        closed: Column = F.col(HEAD) & F.coalesce((own == F.lit(INFINITY_MICROS)) | made, F.lit(False))
+    elif cti is None:
+        closed = F.lit(False)
     elif cti == INFINITY_MICROS:
         closed = F.col(HEAD)  # no event can come any more
     else:

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import singledispatch
-from typing import Callable, Iterator, Mapping, TypeVar
+from functools import reduce, singledispatch
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar, Union
 
 import attrs
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Expr, Literal
-from streamql.query import esper, nodes
+from streamql.query import as_of, esper, nodes
 from streamql.spark.base.columns import FLOOR
 from streamql.spark.base.sketches import Sketches
 from streamql.spark.base.expressions import compile_expr, construct_columns
@@ -48,6 +48,8 @@ def _with_floor(frame: DataFrame) -> DataFrame:
 
 #: a row's own group's CTI (``GroupCtis.joined``)
 GROUP_CTI = "_sq_group_cti"
+#: the CTI a row sees: the stream's (None: none yet), or a column holding each row's group's (``Flow.row_cti``)
+Cti = Union[int, None, Column]
 
 
 @attrs.frozen
@@ -62,14 +64,14 @@ class GroupCtis:
     default: int
     keys: tuple[str, ...]
 
-    def joined(self, rows: DataFrame) -> DataFrame:
-        """``rows`` (which carry ``keys``) with their group's CTI as ``GROUP_CTI``."""
-        renamed = self.frame.select(*[F.col(k).alias(f"_sq_g_{k}") for k in self.keys], GROUP_CTI)
+    def joined(self, rows: DataFrame, name: str = GROUP_CTI) -> DataFrame:
+        """``rows`` (which carry ``keys``) with their group's CTI as ``name``."""
+        renamed = self.frame.select(*[F.col(k).alias(f"_sq_g_{k}") for k in self.keys], F.col(GROUP_CTI).alias(name))
         same = F.lit(True)
         for k in self.keys:
             same = same & F.col(k).eqNullSafe(F.col(f"_sq_g_{k}"))
         out = rows.join(renamed, same, "left").drop(*[f"_sq_g_{k}" for k in self.keys])
-        return out.withColumn(GROUP_CTI, F.coalesce(F.col(GROUP_CTI), F.lit(self.default)).cast("long"))
+        return out.withColumn(name, F.coalesce(F.col(name), F.lit(self.default)).cast("long"))
 
     def moved(self, rule: Callable[[Column], Column], default: int) -> GroupCtis:
         """Every group's CTI through an operator's CTI rule: ``rule`` as a column, ``default`` the
@@ -78,9 +80,32 @@ class GroupCtis:
         return GroupCtis(self.frame.withColumn(GROUP_CTI, rule(F.col(GROUP_CTI))), default, self.keys)
 
 
+def least_group_ctis(node: nodes.Node, sources: Sequence[Flow]) -> GroupCtis | None:
+    """Each group's own CTI after a multi-stream operator whose CTI is the least of its inputs'
+    (``join``, ``anti_join``, ``clip``, ``union``, ``as_of_join``): per group the least of the
+    inputs' CTIs for that group — a source's ``group_ctis`` where it has them, its CTI otherwise
+    (the reference runs the sub-query once per group). None when no source has them."""
+    frames = [s.group_ctis for s in sources if s.group_ctis is not None]
+    if not frames:
+        return None
+    default = node.output_cti(tuple(s.cti if s.group_ctis is None else s.group_ctis.default for s in sources))
+    if default is None:
+        return None
+    keys = frames[0].keys
+    if any(g.keys != keys for g in frames):
+        # inside a nested group_apply, one input's per outer group and the other's per inner group
+        return None
+    # a source's frame holds only groups below its default: the least over the frames a group is
+    # in and the defaults of the others is the least over the frames and the least default
+    rows = reduce(lambda a, b: a.unionByName(b), [g.frame.select(*keys, GROUP_CTI) for g in frames])
+    least = rows.groupBy(*keys).agg(F.min(GROUP_CTI).alias(GROUP_CTI)).filter(F.col(GROUP_CTI) < F.lit(default))
+    return GroupCtis(least, default, keys)
+
+
 #: one-input operators whose output CTI is their input's (docs/ctis-and-release.md#cti-propagation-through-operators):
 #: a group's CTI passes through
-_SAME_CTI = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.ToPoint, esper.KeepLast, esper.LengthBatch)
+_SAME_CTI = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.ToPoint, esper.KeepLast, esper.LengthBatch,
+             as_of.ToSignal)
 
 
 def _cti_rule(node: nodes.Node) -> Callable[[Column], Column] | None:
@@ -155,9 +180,14 @@ class Flow:
         is ``cti``."""
         return None if self.group_ctis is None else F.col(GROUP_CTI)
 
-    def with_group_ctis(self, rows: DataFrame) -> DataFrame:
-        """``rows`` (carrying the flow's keys) with ``GROUP_CTI`` if the groups' CTIs differ."""
-        return rows if self.group_ctis is None else self.group_ctis.joined(rows)
+    def with_group_ctis(self, rows: DataFrame, name: str = GROUP_CTI) -> DataFrame:
+        """``rows`` (carrying the flow's keys) with their group's CTI as ``name`` if the groups' CTIs differ."""
+        return rows if self.group_ctis is None else self.group_ctis.joined(rows, name)
+
+    def row_cti(self, name: str = GROUP_CTI) -> Cti:
+        """The CTI a row sees: its group's (the column ``name`` that ``with_group_ctis(rows, name)``
+        added) where the groups' CTIs differ, else the stream's."""
+        return self.cti if self.group_ctis is None else F.col(name)
 
 
 def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reached: int | None = None,
@@ -171,11 +201,17 @@ def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reach
     return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti, reached=reached, starts=starts)
 
 
-def end_floor(cti: int | None, closed: Column | None = None, end: Column | None = None,
+def cti_literal(cti: Cti) -> Column:
+    """A CTI as a long column (null: no CTI yet)."""
+    return cti if isinstance(cti, Column) else F.lit(cti).cast("long")
+
+
+def end_floor(cti: Cti, closed: Column | None = None, end: Column | None = None,
               floor: Column | None = None) -> Column:
     """The least end an event (with a stable head) can still get in a stream whose CTI is ``cti``
     (``reference.operators.end_floor``): its end if that is stable, else the greater of its floor
-    and the CTI, null if neither is known. The event's columns default to the frame's own.
+    and the CTI, null if neither is known. ``cti`` may be a column (each row's group's CTI, ``Flow.row_cti``;
+    null: none yet). The event's columns default to the frame's own.
 
     >>> frame.filter(end_floor(flow.cti) > F.lit(5))  # doctest: +SKIP
     """
@@ -183,7 +219,7 @@ def end_floor(cti: int | None, closed: Column | None = None, end: Column | None 
     end = F.col(END) if end is None else end
     floor = F.col(FLOOR) if floor is None else floor
     # greatest skips nulls: a null floor gives the CTI
-    bound = floor if cti is None else F.greatest(floor, F.lit(cti))
+    bound = floor if cti is None else F.greatest(floor, cti_literal(cti))
     return F.when(closed, end).otherwise(bound)
 
 

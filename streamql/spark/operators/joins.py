@@ -64,12 +64,15 @@ from streamql.query.nodes import Node
 from streamql.spark.base.columns import FLOOR
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
-from streamql.spark.operators.flow import LIFETIME, Flow, compile_node, end_floor
+from streamql.spark.operators.flow import LIFETIME, Cti, Flow, compile_node, cti_literal, end_floor, least_group_ctis
 from streamql.time import INFINITY_MICROS
 
 # the right event's columns beside the left event's (which keep their names)
 R_START, R_END, R_CLOSED, R_HEAD, R_FLOOR, R_PAYLOAD = (
     "_sq_right_start", "_sq_right_end", "_sq_right_closed", "_sq_right_head", "_sq_right_floor", "_sq_right_payload")
+#: inside ``group_apply`` after a count or session window: the CTI of the row's group in the left and
+#: the right input (``Flow.row_cti``), where that input's groups' CTIs differ
+L_CTI, R_CTI = "_sq_left_cti", "_sq_right_cti"
 #: how far a left event reaches for its pairs: its end, or one tick past an unstable end at its floor
 _REACH = "_sq_reach"
 # where a row meets the other input: level, bucket, meeting (0: the right row is home there,
@@ -206,28 +209,33 @@ def overlapping_pairs(left: Flow, right: Flow, fields_left: Sequence[str], field
     A row holds the left event's columns under their names (lifetime, flags, floor, keys, payload
     fields) and the right event's as ``_sq_right_start``, ``_sq_right_end``, ``_sq_right_closed``,
     ``_sq_right_head``, ``_sq_right_floor`` and the struct ``_sq_right_payload`` (of the fields
-    ``fields_right``). With ``right_starts_only`` a right event stands for its start alone,
-    ``[start, start + 1)``: pairs whose left lifetime holds that start. With ``to_unstable_end`` a
-    left event whose end is not stable and equals its end floor reaches one tick past it: the right
-    events starting exactly at that end pair with it too (they cut it there, ``reference.joins._reaches``).
+    ``fields_right``), and the pair's group's CTI in either input (``_sq_left_cti``,
+    ``_sq_right_cti``) where that input's groups' CTIs differ (``side_ctis``). With
+    ``right_starts_only`` a right event stands for its start alone, ``[start, start + 1)``: pairs
+    whose left lifetime holds that start. With ``to_unstable_end`` a left event whose end is not
+    stable and equals its end floor reaches one tick past it: the right events starting exactly at
+    that end pair with it too (they cut it there, ``reference.joins._reaches``).
     """
     assert left.keys == right.keys, "both inputs of a multi-stream operator come from one group"
     keys = equality_keys(on)
     reach = F.col(END)
     if to_unstable_end:
         # INFINITY has no tick after it (and no right event starts there)
-        at_floor = ~F.col(CLOSED) & (end_floor(left.cti) == F.col(END)) & (F.col(END) < F.lit(INFINITY_MICROS))
+        at_floor = (~F.col(CLOSED) & (end_floor(left.row_cti(L_CTI)) == F.col(END))
+                    & (F.col(END) < F.lit(INFINITY_MICROS)))
         reach = F.when(at_floor, F.col(END) + F.lit(1)).otherwise(F.col(END))
-    lframe = left.frame.select(*LIFETIME, *left.keys, *fields_left, reach.alias(_REACH),
-                               *[compile_expr(a, _reads_left).alias(_left_key(i)) for i, (a, _) in enumerate(keys)])
+    lctis, rctis = side_ctis(left, right)
+    lframe = left.with_group_ctis(left.frame, L_CTI).select(
+        *LIFETIME, *left.keys, *fields_left, *lctis, reach.alias(_REACH),
+        *[compile_expr(a, _reads_left).alias(_left_key(i)) for i, (a, _) in enumerate(keys)])
     rend = F.col(START) + F.lit(1) if right_starts_only else F.col(END)
-    rframe = right.frame.select(
+    rframe = right.with_group_ctis(right.frame, R_CTI).select(
         F.col(START).alias(R_START), rend.alias(R_END), F.col(CLOSED).alias(R_CLOSED), F.col(HEAD).alias(R_HEAD),
-        F.col(FLOOR).alias(R_FLOOR),
+        F.col(FLOOR).alias(R_FLOOR), *rctis,
         *[F.col(k).alias(_right_group(i)) for i, k in enumerate(right.keys)],
         *[compile_expr(b, _reads_right).alias(_right_key(i)) for i, (_, b) in enumerate(keys)],
         F.struct(*fields_right).alias(R_PAYLOAD))
-    pair = [*LIFETIME, *left.keys, *fields_left, R_START, R_END, R_CLOSED, R_HEAD, R_FLOOR, R_PAYLOAD]
+    pair = [*LIFETIME, *left.keys, *fields_left, *lctis, *rctis, R_START, R_END, R_CLOSED, R_HEAD, R_FLOOR, R_PAYLOAD]
     group_keys = [F.col(k).eqNullSafe(F.col(_right_group(i))) for i, k in enumerate(left.keys)]
     value_keys = [F.col(_left_key(i)) == F.col(_right_key(i)) for i in range(len(keys))]
     overlap = (F.col(START) < F.col(R_END)) & (F.col(R_START) < F.col(_REACH))
@@ -260,10 +268,17 @@ def overlapping_pairs(left: Flow, right: Flow, fields_left: Sequence[str], field
     return met.filter(kept).select(*pair)
 
 
+def side_ctis(left: Flow, right: Flow) -> tuple[list[str], list[str]]:
+    """The columns of each row's group's CTI in the left and the right input that the rows of a
+    two-input operator carry: ``_sq_left_cti`` where the left input's groups' CTIs differ (after a
+    count or session window inside ``group_apply``), ``_sq_right_cti`` where the right one's do."""
+    return ([] if left.group_ctis is None else [L_CTI]), ([] if right.group_ctis is None else [R_CTI])
+
+
 # --- stability (streamql.reference.joins) --------------------------------------------------------
 
-def _before(t: Column, cti: int | None) -> Column:
-    return F.lit(False) if cti is None else t < F.lit(cti)
+def _before(t: Column, cti: Cti) -> Column:
+    return F.lit(False) if cti is None else F.coalesce(t < cti_literal(cti), F.lit(False))
 
 
 def _alive_at(start: Column, floor: Column, t: Column) -> Column:
@@ -279,11 +294,7 @@ def _least(*times: Column) -> Column:
     return F.when(~unknown, F.least(*times)).cast("long")
 
 
-def _cti(cti: int | None) -> Column:
-    return F.lit(cti).cast("long")
-
-
-def _boundary_final(b: Column, maker_head: Column, left_floor: Column, right_cti: int | None) -> Column:
+def _boundary_final(b: Column, maker_head: Column, left_floor: Column, right_cti: Cti) -> Column:
     """Whether the end ``b`` of a piece of the left event is final (the reference's
     ``_boundary_final``): no right event can still start before it (``b`` is at or before the right
     CTI), and it cannot move later: it is the left event's stable end, or a right event with a
@@ -293,14 +304,16 @@ def _boundary_final(b: Column, maker_head: Column, left_floor: Column, right_cti
         return F.lit(False)
     own_end = (b == F.col(END)) & F.col(CLOSED)
     made = maker_head & left_floor.isNotNull() & (b <= left_floor)
-    return (b <= F.lit(right_cti)) & (own_end | made)
+    return F.coalesce(b <= cti_literal(right_cti), F.lit(False)) & (own_end | made)
 
 
 def _binary_flow(node: joins.Binary | joins.Union, sources: Sequence[Flow], frame: DataFrame) -> Flow:
-    """``frame`` with the least of the sources' CTIs and its greatest finite CTI (``joins.greatest_finite_cti``)."""
+    """``frame`` with the least of the sources' CTIs, its greatest finite CTI (``joins.greatest_finite_cti``)
+    and, inside ``group_apply``, each group's own: the least of the sources' for the group."""
     finite, reached = joins.greatest_finite_cti(tuple(s.cti for s in sources), tuple(s.finite_cti for s in sources),
                                                 tuple(s.reached for s in sources))
-    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)), finite, sources[0].keys, reached)
+    return Flow(frame, node.output_cti(tuple(s.cti for s in sources)), finite, sources[0].keys, reached,
+                least_group_ctis(node, sources))
 
 
 def _fields(node: Node) -> list[str]:
@@ -316,8 +329,9 @@ def _join(node: joins.Join, env: Mapping[str, Flow]) -> Flow:
     start, end = F.greatest(F.col(START), F.col(R_START)), F.least(F.col(END), F.col(R_END))
     lstart, lend, lclosed = F.col(START), F.col(END), F.col(CLOSED)
     rstart, rend, rclosed = F.col(R_START), F.col(R_END), F.col(R_CLOSED)
-    lfloor = end_floor(left.cti)
-    rfloor = end_floor(right.cti, rclosed, rend, F.col(R_FLOOR))
+    # each partner's own stream's CTI bounds its unstable end: inside group_apply its group's
+    lfloor = end_floor(left.row_cti(L_CTI))
+    rfloor = end_floor(right.row_cti(R_CTI), rclosed, rend, F.col(R_FLOOR))
     # the pair exists for good once both heads are stable and both partners surely reach its start
     head = (F.col(HEAD) & F.col(R_HEAD) & _alive_at(lstart, lfloor, start) & _alive_at(rstart, rfloor, start))
     # the end is the lesser end: final when both are, or when one is final and the other surely
@@ -333,15 +347,18 @@ def _join(node: joins.Join, env: Mapping[str, Flow]) -> Flow:
     return _binary_flow(node, [left, right], out)
 
 
-def _with_own_rows(left: Flow, pairs: DataFrame, fields: list[str]) -> tuple[DataFrame, list[str]]:
+def _with_own_rows(left: Flow, right: Flow, pairs: DataFrame, fields: list[str]) -> tuple[DataFrame, list[str]]:
     """The pairs (``_sq_own`` 0) and the left events themselves (``_sq_own`` 1, no right event),
-    and the columns that identify a left event."""
-    identity = [*LIFETIME, *left.keys, *fields]
+    and the columns that identify a left event (with its group's CTIs, ``side_ctis``: they depend
+    on its keys only)."""
+    lctis, rctis = side_ctis(left, right)
+    identity = [*LIFETIME, *left.keys, *fields, *lctis, *rctis]
     right_columns = [R_START, R_END, R_HEAD]
     rows = pairs.select(*identity, *right_columns, F.lit(0).alias(_OWN))
     types = dict(pairs.dtypes)
-    own = left.frame.select(*identity, *[F.lit(None).cast(types[c]).alias(c) for c in right_columns],
-                            F.lit(1).alias(_OWN))
+    lframe = right.with_group_ctis(left.with_group_ctis(left.frame, L_CTI), R_CTI)
+    own = lframe.select(*identity, *[F.lit(None).cast(types[c]).alias(c) for c in right_columns],
+                        F.lit(1).alias(_OWN))
     return rows.unionByName(own), identity
 
 
@@ -351,7 +368,7 @@ def _anti_join(node: joins.AntiJoin, env: Mapping[str, Flow]) -> Flow:
     fields = _fields(node)
     # with the right events at the left event's end that cut it there (the module's docstring)
     pairs = overlapping_pairs(left, right, _fields(node.left), _fields(node.right), node.on, to_unstable_end=True)
-    rows, identity = _with_own_rows(left, pairs, fields)
+    rows, identity = _with_own_rows(left, right, pairs, fields)
     # matches by start, those with a stable head first: the first match at a start makes the gap
     # that ends there, and its head is stable if any such match's is
     event = Window.partitionBy(*identity).orderBy(F.col(R_START).asc_nulls_first(), F.col(R_HEAD).desc())
@@ -373,12 +390,13 @@ def _anti_join(node: joins.AntiJoin, env: Mapping[str, Flow]) -> Flow:
     pieces = pieces.filter(F.col(_PIECE_START) < F.col(_PIECE_END))
     pieces = pieces.select("*", F.explode(F.array_repeat(F.lit(0), F.col(_COPIES))).alias("_sq_copy"))
     a, b = F.col(_PIECE_START), F.col(_PIECE_END)
-    lfloor = end_floor(left.cti)
+    # inside group_apply, the CTIs of the event's group
+    lfloor, rcti = end_floor(left.row_cti(L_CTI)), right.row_cti(R_CTI)
     # a piece keeps its start once no later right event can start before it and left surely reaches it
-    head = F.col(HEAD) & _before(a, right.cti) & _alive_at(F.col(START), lfloor, a)
-    closed = head & _boundary_final(b, F.col(_MAKER_HEAD), lfloor, right.cti)
+    head = F.col(HEAD) & _before(a, rcti) & _alive_at(F.col(START), lfloor, a)
+    closed = head & _boundary_final(b, F.col(_MAKER_HEAD), lfloor, rcti)
     # an end that may still change is cut by a right event starting at or after the right CTI at the earliest
-    floor = F.when(~closed, _least(lfloor, _cti(right.cti)))
+    floor = F.when(~closed, _least(lfloor, cti_literal(rcti)))
     out = pieces.select(a.alias(START), b.alias(END), closed.alias(CLOSED), head.alias(HEAD), floor.alias(FLOOR),
                         *left.keys, *fields)
     return _binary_flow(node, [left, right], out)
@@ -393,16 +411,17 @@ def _clip(node: joins.Clip, env: Mapping[str, Flow]) -> Flow:
     # only right events starting strictly after the left event's start cut it (and, at the left
     # event's unstable end, those the module's docstring says)
     pairs = pairs.filter(F.col(R_START) > F.col(START))
-    rows, identity = _with_own_rows(left, pairs, fields)
+    rows, identity = _with_own_rows(left, right, pairs, fields)
     # the least start, stable heads first among equal starts (``false`` orders before ``true``)
     cut = F.min(F.when(F.col(_OWN) == F.lit(0),
                        F.struct(F.col(R_START).alias("at"), (~F.col(R_HEAD)).alias("unstable"))))
     events = rows.select("*", cut.over(Window.partitionBy(*identity)).alias(_CUT)).filter(F.col(_OWN) == F.lit(1))
     end = F.coalesce(F.col(_CUT)["at"], F.col(END))
     maker_head = F.coalesce(~F.col(_CUT)["unstable"], F.lit(False))
-    lfloor = end_floor(left.cti)
-    closed = F.col(HEAD) & _boundary_final(end, maker_head, lfloor, right.cti)
-    floor = F.when(~closed, _least(lfloor, _cti(right.cti)))
+    # inside group_apply, the CTIs of the event's group
+    lfloor, rcti = end_floor(left.row_cti(L_CTI)), right.row_cti(R_CTI)
+    closed = F.col(HEAD) & _boundary_final(end, maker_head, lfloor, rcti)
+    floor = F.when(~closed, _least(lfloor, cti_literal(rcti)))
     out = events.select(START, end.alias(END), closed.alias(CLOSED), HEAD, floor.alias(FLOOR), *left.keys, *fields)
     return _binary_flow(node, [left, right], out)
 

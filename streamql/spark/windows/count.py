@@ -202,6 +202,10 @@ def _output_cti(numbered: DataFrame, keys: tuple[str, ...], n: int, cti: int | N
     least = cti if found is None else min(cti, int(found))
     if not group_keys or (found is None and group_ctis is None):
         return least, None
+    if group_ctis is not None and group_ctis.keys != group_keys:
+        # inside a nested group_apply, the outer groups' CTIs: the flags read them, the output
+        # keeps the least (the inner groups' own would need the outer ones as their default)
+        return least, None
     # unstable windows start before their group's CTI: a group's earliest is its CTI, else its input CTI
     earliest_per_group = unstable.groupBy(*group_keys).agg(F.min(START).alias(GROUP_CTI))
     if group_ctis is not None:

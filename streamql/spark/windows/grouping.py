@@ -127,10 +127,29 @@ def _group_source(node: windows.GroupSource, env: Mapping[str, Flow]) -> Flow:
 
 
 def grouped_flow(node: windows.GroupApply, source: Flow) -> Flow:
-    """The stream a ``group_apply`` sub-query reads: ``source`` with the group key as one more key column."""
+    """The stream a ``group_apply`` sub-query reads: ``source`` with the group key as one more key column
+    (and, nested in another ``group_apply``, the outer groups' own CTIs: every inner group sees its outer group's)."""
     key = key_name(len(source.keys))
     return Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
-                source.keys + (key,), source.reached)
+                source.keys + (key,), source.reached, source.group_ctis)
+
+
+def outer_group_ctis(source: Flow, inner: Flow) -> GroupCtis | None:
+    """Each group's own CTI after a ``group_apply`` nested in another one's sub-query (``source``: its
+    input, ``inner``: its sub-query's output), per group of the outer keys: the least over its
+    inner groups and its empty group (the sub-query's static rule applied to the outer group's CTI).
+    Inner CTIs given per outer group are the same in all its inner groups, the empty one included;
+    given per inner group (a count or session window in the nested sub-query, the outer groups'
+    CTIs all alike), the groups not in the frame and the empty one have the default."""
+    groups = inner.group_ctis
+    if groups is None or not source.keys:
+        return None
+    if groups.keys == source.keys:
+        return groups
+    if source.group_ctis is None and groups.keys[:len(source.keys)] == source.keys:
+        least = groups.frame.groupBy(*source.keys).agg(F.min(GROUP_CTI).alias(GROUP_CTI))
+        return GroupCtis(least, groups.default, source.keys)
+    return None
 
 
 @compile_node.register
@@ -149,4 +168,4 @@ def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
     out = frame.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
     # windows compute data-dependent CTIs over all groups at once; the minimum over the groups
     # includes the CTI of a group with no events, which is the input CTI through the static rules
-    return Flow(out, inner.cti, inner.finite_cti, source.keys, inner.reached)
+    return Flow(out, inner.cti, inner.finite_cti, source.keys, inner.reached, outer_group_ctis(source, inner))

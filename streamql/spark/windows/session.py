@@ -168,6 +168,11 @@ def session_windows(spec: SessionWindow, frame: DataFrame, keys: tuple[str, ...]
         row = formed.agg(F.min(F.when(F.col(SESSION_END) > F.col(GROUP_CTI), F.col(SESSION)))).first()
         found = None if row is None else row[0]
         out_cti = cti if cti is None or found is None else min(cti, int(found))
+        if group_ctis.keys != group_keys:
+            # inside a nested group_apply, the outer groups' CTIs: the flags read them, the output
+            # keeps the least (the inner groups' own would need the outer ones as their default)
+            return (formed.drop(SESSION, SESSION_END, GROUP_CTI), out_cti, _output_ctis(formed, finite, None)[0],
+                    None)
         unstable = formed.filter(F.col(SESSION_END) > F.col(GROUP_CTI))
         earliest_own = F.min(F.least(F.col(SESSION), F.col(GROUP_CTI))).alias(GROUP_CTI)
         per_group = unstable.groupBy(*group_keys).agg(earliest_own).unionByName(

@@ -6,19 +6,22 @@ A left event's partners are the right events for which ``on`` holds that start i
 
 **The earliest partner per key, no pairs.** When ``on`` is equality keys (``joins.equality_keys``)
 and conditions of one payload alone (``as_of.split_on``) — the pattern one writes by hand with a
-``lead`` over the key's order — each side is filtered by its own conditions and the two are stacked
-into one frame, windowed per key (the group keys of enclosing ``group_apply``s, null-safe, and the
-equality keys, never null) and ordered by start *descending*, left rows before right rows at one
-start: a running minimum of the right starts over the rows before a left row is the earliest right
-start strictly after it (``_sq_next``; a running frame from the first row, which Spark keeps
-incrementally — a frame to the last row would be recomputed per row). Then
+``lead`` over the key's order — each side's events are flagged by their own conditions and put in
+one frame: the two sides stacked, or, for a stream followed by itself (``_same_stream``), the input
+alone, each row a left and a right event at once. The frame is windowed per key (the group keys of
+enclosing ``group_apply``s, null-safe, and the equality keys, never null for an eligible event) and
+ordered by start *descending*: one shuffle and one sort. A RANGE frame from the first row to the
+rows one tick later than a row holds the rows that start strictly after it (not those at its own
+start, which a ROWS frame would count), and grows incrementally (``_later``). Then
 
-- ``followed_by`` (default mode): a right row's ``_sq_next`` is its own start, and a second window
-  over (key, ``_sq_next``) — which the first one's partitioning already serves, so it adds no
-  shuffle — collects the right rows there: the tie of earliest partners, each once;
-- ``not_followed_by``: a left row is absent when ``_sq_next`` is null or at or after its start plus
-  ``within``; the left events that cannot have a partner (a null key, a failed condition of their
-  own) are absent too.
+- ``followed_by`` (default mode): a first window gathers the right rows at each start (a RANGE
+  frame of the row's own start), a second one on the same window — Spark neither shuffles nor
+  sorts again — takes, over ``_later``, the gathered rows of the earliest start that has any: the
+  tie of earliest partners, each once;
+- ``not_followed_by``: the least right start over ``_later``; a left row is absent when there is
+  none or it is at or after its start plus ``within``. The left events that cannot have a partner
+  (a null key, a failed condition of their own) are absent too: they stay in the frame (one scan
+  of the left input), each in a window of its own (``_sq_spread``).
 
 **Pairs, otherwise.** A condition of both payloads makes "the earliest *matching* partner" depend on
 the left event, ``all_matches`` wants every partner, and without an equality key there is no key to

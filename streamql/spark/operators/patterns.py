@@ -58,12 +58,12 @@ from streamql.spark.operators.flow import LIFETIME, Flow, by_name, compile_node,
 from streamql.spark.operators.joins import R_HEAD, R_PAYLOAD, R_START, overlapping_pairs, pair_field
 from streamql.time import INFINITY_MICROS, shift
 
-# the stacked frame: whether a row is an eligible left / right event, the left event (head and
-# fields), the right event (head and payload), a row's left event standing for an ineligible one
-# elsewhere (spread), the right rows at its start (peers), the earliest right start after it and the
-# right rows there
-_IS_LEFT, _IS_RIGHT, _LEFT, _RIGHT, _SPREAD, _PEERS, _NEXT, _PARTNER = (
-    "_sq_is_left", "_sq_is_right", "_sq_left", "_sq_right", "_sq_spread", "_sq_peers", "_sq_next", "_sq_partner")
+# the stacked frame: whether a row is an eligible left / right event, the right event (head and
+# payload; a left event's head and fields are top-level columns), a window of its own for an
+# ineligible left event (spread), the right rows at a row's start (peers), the earliest right start
+# after it and the right rows there
+_IS_LEFT, _IS_RIGHT, _RIGHT, _SPREAD, _PEERS, _NEXT, _PARTNER = (
+    "_sq_is_left", "_sq_is_right", "_sq_right", "_sq_spread", "_sq_peers", "_sq_next", "_sq_partner")
 #: the left event's own lifetime beside the times its partners may start (the pairs' lifetime)
 _OWN = ("_sq_own_start", "_sq_own_end", "_sq_own_closed", "_sq_own_floor")
 #: the least partner start of a left event (the pairs)
@@ -137,12 +137,11 @@ def _per_key(node: Pattern, flow: Flow) -> list[str]:
 class _Stacked:
     """Both inputs in one frame, one row per event (a left and a right event at once when a stream
     is followed by itself), windowed per key (``per_key``, then ``_sq_spread``) in descending order
-    of start. ``left``: a left event's head and fields (a struct), ``right``: a right event's
-    (``head`` and ``payload``), ``of_left``: whether a row is a left event (eligible or not)."""
+    of start. A left event's head and fields are columns under their names; ``right``: a right
+    event's (``head`` and ``payload``); ``of_left``: whether a row is a left event (eligible or not)."""
 
     frame: DataFrame
     per_key: list[str]
-    left: Column
     right: Column
     of_left: Column
 
@@ -166,18 +165,18 @@ def _stacked(node: Pattern, left: Flow, right: Flow, *, every_left: bool) -> _St
         wanted = F.col(_IS_LEFT) | F.col(_IS_RIGHT)
         rows = rows.filter(finite & (F.lit(True) if every_left else wanted)).withColumn(
             _SPREAD, F.when(~wanted, F.col(START)))
-        return _Stacked(rows, per_key, F.struct(HEAD, *lfields),
-                        F.struct(F.col(HEAD).alias("head"), F.struct(*rfields).alias("payload")), F.lit(True))
+        return _Stacked(rows, per_key, F.struct(F.col(HEAD).alias("head"), F.struct(*rfields).alias("payload")),
+                        F.lit(True))
     rframe, religible = _keyed(node, right, 1)
     lrows = lframe.filter(finite & (F.lit(True) if every_left else leligible)).select(
-        *per_key, START, leligible.alias(_IS_LEFT), F.lit(False).alias(_IS_RIGHT),
-        F.when(~leligible, F.col(START)).alias(_SPREAD), F.struct(HEAD, *lfields).alias(_LEFT))
+        *per_key, START, HEAD, *lfields, leligible.alias(_IS_LEFT), F.lit(False).alias(_IS_RIGHT),
+        F.when(~leligible, F.col(START)).alias(_SPREAD))
     rrows = rframe.filter(finite & religible).select(
         *per_key, START, F.lit(False).alias(_IS_LEFT), F.lit(True).alias(_IS_RIGHT),
         F.lit(None).cast("long").alias(_SPREAD),
         F.struct(F.col(HEAD).alias("head"), F.struct(*rfields).alias("payload")).alias(_RIGHT))
     rows = lrows.unionByName(rrows, allowMissingColumns=True)
-    return _Stacked(rows, per_key, F.col(_LEFT), F.col(_RIGHT), F.col(_LEFT).isNotNull())
+    return _Stacked(rows, per_key, F.col(_RIGHT), ~F.col(_IS_RIGHT))
 
 
 def _later(stacked: _Stacked) -> WindowSpec:
@@ -202,10 +201,9 @@ def _stacked_partners(node: patterns.FollowedBy, left: Flow, right: Flow) -> Dat
     rows = rows.select("*", F.last(there, ignorenulls=True).over(_later(stacked)).alias(_NEXT))
     close = F.col(f"{_NEXT}.start") < _until(node.within, F.col(START))
     rows = rows.filter(F.col(_IS_LEFT) & close).select(
-        *left.keys, stacked.left.alias(_LEFT), F.col(f"{_NEXT}.start").alias(R_START),
+        HEAD, *left.keys, *_fields(node, 0), F.col(f"{_NEXT}.start").alias(R_START),
         F.explode(f"{_NEXT}.rows").alias(_PARTNER))
-    return rows.select(F.col(f"{_LEFT}.{HEAD}").alias(HEAD), *left.keys,
-                       *[F.col(_LEFT).getField(f).alias(f) for f in _fields(node, 0)], R_START,
+    return rows.select(HEAD, *left.keys, *_fields(node, 0), R_START,
                        F.col(f"{_PARTNER}.head").alias(R_HEAD), F.col(f"{_PARTNER}.payload").alias(R_PAYLOAD))
 
 
@@ -278,9 +276,7 @@ def _not_followed_by(node: patterns.NotFollowedBy, env: Mapping[str, Flow]) -> F
         rows = stacked.frame.select("*", earliest.alias(_NEXT))
         met = F.col(_IS_LEFT) & (F.col(_NEXT) < _until(node.within, F.col(START)))
         alone = rows.filter(stacked.of_left & ~F.coalesce(met, F.lit(False)))
-        absent = alone.select(F.col(START), stacked.left.alias(_LEFT), *left.keys).select(
-            START, F.col(f"{_LEFT}.{HEAD}").alias(HEAD), *left.keys,
-            *[F.col(_LEFT).getField(f).alias(f) for f in fields])
+        absent = alone.select(START, HEAD, *left.keys, *fields)
     else:
         reaching = _reaching(node, left)
         identity = _identity(node, reaching)

@@ -197,3 +197,61 @@ def test_the_plans_never_meet_in_one_partition(spark: SparkSession, on: str, pat
     if on == "keys" and pattern != "all_matches":
         # the per-key sort: a window, and no join of the two sides
         assert any("Window" in line for line in lines) and not any("Join" in line for line in lines), "\n".join(lines)
+
+
+# --- the per-key sort ---------------------------------------------------------------------------------
+
+#: equality keys and conditions of one side alone: the per-key sort. Followed by itself, the first two
+#: read the same field of either event (one frame, each row a left and a right event), the last one
+#: different fields (the stream stacked on itself)
+KEYED: list[Callable[[P, P], Any]] = [ONS[0], ONS[1], lambda a, b: a.k == b.v % 4]
+
+
+@pytest.mark.slow  # the deep tier: the default tier has the plain patterns above
+@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@given(data=st.data())
+def test_per_key_patterns_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
+    """The per-key sort against the reference: ties of partners, of left events and of both, null
+    keys, events failing their own side's condition, a stream followed by itself half the time."""
+    lsource, lshape, litems, lq = data.draw(side("left"), label="left")
+    rsource, rshape, ritems, rq = data.draw(side("right"), label="right")
+    if data.draw(st.booleans(), label="self"):
+        rq = lq
+    on = KEYED[data.draw(st.integers(0, len(KEYED) - 1), label="on")]
+    within = data.draw(st.one_of(st.none(), st.integers(1, 20)), label="within")
+    if data.draw(st.booleans(), label="not followed"):
+        q = lq.not_followed_by(rq, on, us(within or 7))
+    else:
+        q = lq.followed_by(rq, on, pairs, None if within is None else us(within))
+    lset, rset = data.draw(side_settings(), label="left settings"), data.draw(side_settings(), label="right settings")
+    check(spark, data, q, {"left": (lsource, lshape, litems, lset), "right": (rsource, rshape, ritems, rset)})
+
+
+def _count(lines: list[str], operator: str) -> int:
+    return sum(1 for line in lines if line.lstrip(" :|+-").lstrip("*(0123456789) ").startswith(operator))
+
+
+PER_KEY = ["followed_by itself", "followed_by", "not_followed_by itself", "not_followed_by"]
+
+
+@pytest.mark.parametrize("pattern", [p if p == "followed_by itself" else pytest.param(p, marks=pytest.mark.slow)
+                                     for p in PER_KEY])
+def test_the_per_key_plans_shuffle_and_sort_once(spark: SparkSession, pattern: str) -> None:
+    """The per-key sort's plan: one shuffle and one sort for both windows, each input scanned once,
+    and a stream followed by itself not stacked on itself (issue 26's benchmark rows)."""
+    left, right = sq.input("left", P, sq.Shape.POINT), sq.input("right", P, sq.Shape.POINT)
+    items = [sq.Insert(t, t + 1, P(t % 3, t, "a", None)) for t in range(20)]
+    flush = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=5, flush=True))
+    binder = bind(bind(sq.Binder(spark), left, frame(spark, P, sq.Shape.POINT, items), sq.Shape.POINT, flush),
+                  right, frame(spark, P, sq.Shape.POINT, items, seed=1), sq.Shape.POINT, flush)
+    other = left if pattern.endswith("itself") else right
+    on = ONS[1]  # a nullable key and a condition of each side
+    q: sq.Stream[Any] = (left.not_followed_by(other, on, us(5)) if pattern.startswith("not")
+                         else left.followed_by(other, on, pairs, us(5)))
+    lines = plan_lines(binder.to_dataframe(q))
+    shown = "\n".join(lines)
+    assert (_count(lines, "Exchange"), _count(lines, "Sort"), _count(lines, "Window")) == (
+        1, 1, 1 if pattern.startswith("not") else 2), shown
+    assert _count(lines, "Union") == (0 if pattern.endswith("itself") else 1), shown
+    assert sum(1 for line in lines if "Scan" in line) == (1 if pattern.endswith("itself") else 2), shown
+    assert not [line for line in lines if "Join" in line], shown

@@ -6,19 +6,22 @@ A left event's partners are the right events for which ``on`` holds that start i
 
 **The earliest partner per key, no pairs.** When ``on`` is equality keys (``joins.equality_keys``)
 and conditions of one payload alone (``as_of.split_on``) — the pattern one writes by hand with a
-``lead`` over the key's order — each side is filtered by its own conditions and the two are stacked
-into one frame, windowed per key (the group keys of enclosing ``group_apply``s, null-safe, and the
-equality keys, never null) and ordered by start *descending*, left rows before right rows at one
-start: a running minimum of the right starts over the rows before a left row is the earliest right
-start strictly after it (``_sq_next``; a running frame from the first row, which Spark keeps
-incrementally — a frame to the last row would be recomputed per row). Then
+``lead`` over the key's order — each side's events are flagged by their own conditions and put in
+one frame: the two sides stacked, or, for a stream followed by itself (``_same_stream``), the input
+alone, each row a left and a right event at once. The frame is windowed per key (the group keys of
+enclosing ``group_apply``s, null-safe, and the equality keys, never null for an eligible event) and
+ordered by start *descending*: one shuffle and one sort. A RANGE frame from the first row to the
+rows one tick later than a row holds the rows that start strictly after it (not those at its own
+start, which a ROWS frame would count), and grows incrementally (``_later``). Then
 
-- ``followed_by`` (default mode): a right row's ``_sq_next`` is its own start, and a second window
-  over (key, ``_sq_next``) — which the first one's partitioning already serves, so it adds no
-  shuffle — collects the right rows there: the tie of earliest partners, each once;
-- ``not_followed_by``: a left row is absent when ``_sq_next`` is null or at or after its start plus
-  ``within``; the left events that cannot have a partner (a null key, a failed condition of their
-  own) are absent too.
+- ``followed_by`` (default mode): a first window gathers the right rows at each start (a RANGE
+  frame of the row's own start), a second one on the same window — Spark neither shuffles nor
+  sorts again — takes, over ``_later``, the gathered rows of the earliest start that has any: the
+  tie of earliest partners, each once;
+- ``not_followed_by``: the least right start over ``_later``; a left row is absent when there is
+  none or it is at or after its start plus ``within``. The left events that cannot have a partner
+  (a null key, a failed condition of their own) are absent too: they stay in the frame (one scan
+  of the left input), each in a window of its own (``_sq_spread``).
 
 **Pairs, otherwise.** A condition of both payloads makes "the earliest *matching* partner" depend on
 the left event, ``all_matches`` wants every partner, and without an equality key there is no key to
@@ -40,10 +43,12 @@ from __future__ import annotations
 from functools import reduce
 from typing import Mapping
 
-from pyspark.sql import Column, DataFrame, Window
+import attrs
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
-from streamql.expr.nodes import Expr
+from streamql.expr.nodes import Binary as BinaryExpr
+from streamql.expr.nodes import Call, Construct, Expr, GetField, Param, Unary
 from streamql.query import patterns
 from streamql.query.joins import greatest_finite_cti
 from streamql.spark.base.columns import CLOSED, END, FLOOR, HEAD, START
@@ -53,12 +58,12 @@ from streamql.spark.operators.flow import LIFETIME, Flow, by_name, compile_node,
 from streamql.spark.operators.joins import R_HEAD, R_PAYLOAD, R_START, overlapping_pairs, pair_field
 from streamql.time import INFINITY_MICROS, shift
 
-# the stacked frame: a row's time and side (left rows first at one start, in descending order),
-# the left event, the right head and payload, the earliest right start after a left row, the right
-# rows there
-_AT, _SIDE, _LEFT, _RIGHT, _NEXT, _PARTNERS, _PARTNER = (
-    "_sq_at", "_sq_side", "_sq_left", "_sq_right", "_sq_next", "_sq_partners", "_sq_partner")
-_RIGHT_SIDE, _LEFT_SIDE = 0, 1
+# the stacked frame: whether a row is an eligible left / right event, the right event (head and
+# payload; a left event's head and fields are top-level columns), a window of its own for an
+# ineligible left event (spread), the right rows at a row's start (peers), the earliest right start
+# after it and the right rows there
+_IS_LEFT, _IS_RIGHT, _RIGHT, _SPREAD, _PEERS, _NEXT, _PARTNER = (
+    "_sq_is_left", "_sq_is_right", "_sq_right", "_sq_spread", "_sq_peers", "_sq_next", "_sq_partner")
 #: the left event's own lifetime beside the times its partners may start (the pairs' lifetime)
 _OWN = ("_sq_own_start", "_sq_own_end", "_sq_own_closed", "_sq_own_floor")
 #: the least partner start of a left event (the pairs)
@@ -89,60 +94,122 @@ def _stackable(node: Pattern) -> bool:
     return bool(keys) and not both and not every
 
 
-def _keyed(node: Pattern, flow: Flow, side: int) -> tuple[DataFrame, Column, list[str]]:
-    """One side's events with their equality keys as columns, whether each can have a partner (or
-    be one: its keys are not null and it passes its side's own conditions of ``on``), and the
-    names of the columns that make a key (the group keys first)."""
+def _same_stream(node: Pattern) -> bool:
+    """Whether ``node`` follows a stream by itself with equality keys that read the same expression
+    of either event (``a.account == b.account``): then a row is a left and a right event at once,
+    and the per-key sort needs no union."""
+    keys, _, _, _ = split_on(node.on)
+    return node.left == node.right and all(_as_left(right) == left for left, right in keys)
+
+
+def _as_left(expr: Expr) -> Expr:
+    """``expr`` reading the first argument of ``on`` where it reads the second."""
+    if isinstance(expr, Param):
+        return attrs.evolve(expr, index=0)
+    if isinstance(expr, GetField):
+        return attrs.evolve(expr, base=_as_left(expr.base))
+    if isinstance(expr, Unary):
+        return attrs.evolve(expr, operand=_as_left(expr.operand))
+    if isinstance(expr, BinaryExpr):
+        return attrs.evolve(expr, left=_as_left(expr.left), right=_as_left(expr.right))
+    if isinstance(expr, (Call, Construct)):
+        return attrs.evolve(expr, args=tuple(_as_left(a) for a in expr.args))
+    return expr
+
+
+def _keyed(node: Pattern, flow: Flow, side: int) -> tuple[DataFrame, Column]:
+    """One side's events with their equality keys as columns, and whether each can have a partner
+    (or be one: its keys are not null and it passes its side's own conditions of ``on``)."""
     keys, left_only, right_only, _ = split_on(node.on)
     values = [compile_expr(pair[side], by_name).alias(_key(i)) for i, pair in enumerate(keys)]
     frame = flow.frame.select("*", *values)
     eligible = reduce(lambda a, b: a & b, [F.col(_key(i)).isNotNull() for i in range(len(keys))],
                       _all(left_only if side == 0 else right_only))
-    return frame, eligible, [*flow.keys, *[_key(i) for i in range(len(keys))]]
+    return frame, eligible
 
 
-def _until(within: int | None, start: Column) -> Column:
-    """Where a left event's partners must start before (INFINITY: no bound)."""
-    return F.lit(INFINITY_MICROS) if within is None else shifted(start, within)
+def _per_key(node: Pattern, flow: Flow) -> list[str]:
+    """The columns that make a key of the stacked frame: the group keys, then the equality keys."""
+    return [*flow.keys, *[_key(i) for i in range(len(split_on(node.on)[0]))]]
 
 
-def _stacked(node: Pattern, left: Flow, right: Flow) -> DataFrame:
-    """The stacked frame, with every left row's earliest partner start (``_sq_next``: null when it has
-    none, or none before its start plus ``within``) and every right row's own start there."""
+@attrs.frozen
+class _Stacked:
+    """Both inputs in one frame, one row per event (a left and a right event at once when a stream
+    is followed by itself), windowed per key (``per_key``, then ``_sq_spread``) in descending order
+    of start. A left event's head and fields are columns under their names; ``right``: a right
+    event's (``head`` and ``payload``); ``of_left``: whether a row is a left event (eligible or not)."""
+
+    frame: DataFrame
+    per_key: list[str]
+    right: Column
+    of_left: Column
+
+    def window(self) -> WindowSpec:
+        return Window.partitionBy(*self.per_key, _SPREAD).orderBy(F.col(START).desc())
+
+
+def _stacked(node: Pattern, left: Flow, right: Flow, *, every_left: bool) -> _Stacked:
+    """The stacked frame of the eligible left and right events, with the ineligible left events too
+    when ``every_left`` (``not_followed_by`` reports them): each of those in a window of its own
+    (``_sq_spread`` its start; null for every other row), as a null key would gather them all in one.
+    An event starting at ``INFINITY`` has no partner and is none (nothing starts after it), and its
+    absence would be at ``INFINITY``: it is left out, so a start plus one never overflows."""
     lfields, rfields = _fields(node, 0), _fields(node, 1)
-    lframe, leligible, per_key = _keyed(node, left, 0)
-    rframe, religible, _ = _keyed(node, right, 1)
-    lrows = lframe.filter(leligible).select(*per_key, F.col(START).alias(_AT), F.lit(_LEFT_SIDE).alias(_SIDE),
-                                             F.struct(*LIFETIME, *lfields).alias(_LEFT))
-    rrows = rframe.filter(religible).select(
-        *per_key, F.col(START).alias(_AT), F.lit(_RIGHT_SIDE).alias(_SIDE),
+    per_key = _per_key(node, left)
+    finite = F.col(START) < F.lit(INFINITY_MICROS)
+    lframe, leligible = _keyed(node, left, 0)
+    if _same_stream(node):
+        _, religible = _keyed(node, right, 1)
+        rows = lframe.select(*per_key, START, HEAD, *lfields, leligible.alias(_IS_LEFT), religible.alias(_IS_RIGHT))
+        wanted = F.col(_IS_LEFT) | F.col(_IS_RIGHT)
+        rows = rows.filter(finite & (F.lit(True) if every_left else wanted)).withColumn(
+            _SPREAD, F.when(~wanted, F.col(START)))
+        return _Stacked(rows, per_key, F.struct(F.col(HEAD).alias("head"), F.struct(*rfields).alias("payload")),
+                        F.lit(True))
+    rframe, religible = _keyed(node, right, 1)
+    lrows = lframe.filter(finite & (F.lit(True) if every_left else leligible)).select(
+        *per_key, START, HEAD, *lfields, leligible.alias(_IS_LEFT), F.lit(False).alias(_IS_RIGHT),
+        F.when(~leligible, F.col(START)).alias(_SPREAD))
+    rrows = rframe.filter(finite & religible).select(
+        *per_key, START, F.lit(False).alias(_IS_LEFT), F.lit(True).alias(_IS_RIGHT),
+        F.lit(None).cast("long").alias(_SPREAD),
         F.struct(F.col(HEAD).alias("head"), F.struct(*rfields).alias("payload")).alias(_RIGHT))
-    both = lrows.unionByName(rrows, allowMissingColumns=True)
-    # descending: the rows before a left row are the later ones; left rows first at one start, so
-    # a right row at the left row's own start is not among them
-    later = Window.partitionBy(*per_key).orderBy(F.col(_AT).desc(), F.col(_SIDE).desc()).rowsBetween(
-        Window.unboundedPreceding, -1)
-    is_right = F.col(_SIDE) == F.lit(_RIGHT_SIDE)
-    # the window computed once, then read twice (an expression using it twice would compute it twice)
-    both = both.select("*", F.min(F.when(is_right, F.col(_AT))).over(later).alias(_NEXT))
-    earliest = F.col(_NEXT)
-    nxt = F.when(is_right, F.col(_AT)).when(earliest < _until(node.within, F.col(_AT)), earliest)
-    return both.withColumn(_NEXT, nxt)
+    rows = lrows.unionByName(rrows, allowMissingColumns=True)
+    return _Stacked(rows, per_key, F.col(_RIGHT), ~F.col(_IS_RIGHT))
+
+
+def _later(stacked: _Stacked) -> WindowSpec:
+    """Per row, the rows that start after it: in descending order of start, the rows before it
+    that start at least one tick later (a RANGE frame: rows at its own start are not among them).
+    The frame grows from the first row, which Spark keeps incrementally (a frame to the last row
+    would be recomputed per row)."""
+    return stacked.window().rangeBetween(Window.unboundedPreceding, -1)
 
 
 def _stacked_partners(node: patterns.FollowedBy, left: Flow, right: Flow) -> DataFrame:
     """Every left event (its head, keys and payload fields under their names) with each of its
     earliest partners (``_sq_right_start``, ``_sq_right_head``, ``_sq_right_payload``), by the
-    stacked sort."""
-    both = _stacked(node, left, right).filter(F.col(_NEXT).isNotNull())
-    per_key = [c for c in both.columns if c not in (_AT, _SIDE, _LEFT, _RIGHT, _NEXT)]
-    # the second window's partitioning refines the first's: Spark sorts, it does not shuffle again
-    tie = Window.partitionBy(*per_key, _NEXT)
-    both = both.select("*", F.collect_list(_RIGHT).over(tie).alias(_PARTNERS))
-    rows = both.filter(F.col(_SIDE) == F.lit(_LEFT_SIDE)).select(
-        *left.keys, f"{_LEFT}.*", _NEXT, F.explode(_PARTNERS).alias(_PARTNER))
-    return rows.select(HEAD, *left.keys, *_fields(node, 0), F.col(_NEXT).alias(R_START),
+    stacked sort: a first window gathers the right rows at each start (a RANGE frame of the row's
+    own start: its peers), a second one — the same window, so Spark neither shuffles nor sorts
+    again — takes the peers of the latest rows before each row that have any (those at the earliest
+    right start after it)."""
+    stacked = _stacked(node, left, right, every_left=False)
+    peers = F.collect_list(F.when(F.col(_IS_RIGHT), stacked.right)).over(stacked.window().rangeBetween(0, 0))
+    rows = stacked.frame.select("*", peers.alias(_PEERS))
+    there = F.when(F.size(_PEERS) > 0, F.struct(F.col(START).alias("start"), F.col(_PEERS).alias("rows")))
+    rows = rows.select("*", F.last(there, ignorenulls=True).over(_later(stacked)).alias(_NEXT))
+    close = F.col(f"{_NEXT}.start") < _until(node.within, F.col(START))
+    rows = rows.filter(F.col(_IS_LEFT) & close).select(
+        HEAD, *left.keys, *_fields(node, 0), F.col(f"{_NEXT}.start").alias(R_START),
+        F.explode(f"{_NEXT}.rows").alias(_PARTNER))
+    return rows.select(HEAD, *left.keys, *_fields(node, 0), R_START,
                        F.col(f"{_PARTNER}.head").alias(R_HEAD), F.col(f"{_PARTNER}.payload").alias(R_PAYLOAD))
+
+
+def _until(within: int | None, start: Column) -> Column:
+    """Where a left event's partners must start before (INFINITY: no bound)."""
+    return F.lit(INFINITY_MICROS) if within is None else shifted(start, within)
 
 
 def _reaching(node: Pattern, left: Flow) -> Flow:
@@ -203,12 +270,13 @@ def _not_followed_by(node: patterns.NotFollowedBy, env: Mapping[str, Flow]) -> F
     assert left.keys == right.keys, "both inputs of a multi-stream operator come from one group"
     fields = _fields(node, 0)
     if _stackable(node):
-        stacked = _stacked(node, left, right)
-        alone = stacked.filter((F.col(_SIDE) == F.lit(_LEFT_SIDE)) & F.col(_NEXT).isNull())
-        absent = alone.select(*left.keys, f"{_LEFT}.*").select(F.col(START), F.col(HEAD), *left.keys, *fields)
-        # the left events that can have no partner at all (a null key, a condition of their own)
-        lframe, eligible, _ = _keyed(node, left, 0)
-        absent = absent.unionByName(lframe.filter(~eligible).select(START, HEAD, *left.keys, *fields))
+        # one window: a left row is absent when no right row starts after it before its start plus within
+        stacked = _stacked(node, left, right, every_left=True)
+        earliest = F.min(F.when(F.col(_IS_RIGHT), F.col(START))).over(_later(stacked))
+        rows = stacked.frame.select("*", earliest.alias(_NEXT))
+        met = F.col(_IS_LEFT) & (F.col(_NEXT) < _until(node.within, F.col(START)))
+        alone = rows.filter(stacked.of_left & ~F.coalesce(met, F.lit(False)))
+        absent = alone.select(START, HEAD, *left.keys, *fields)
     else:
         reaching = _reaching(node, left)
         identity = _identity(node, reaching)

@@ -89,7 +89,11 @@ def plan_jobs(phases: dict[str, Phase]) -> int:
     return jobs
 
 
-@pytest.mark.parametrize("name", list(QUERIES))
+#: the default tier's cases (the rest run in the deep tier: each runs its query twice)
+DEFAULT = ("snapshot after shift and union", "keep_last")
+
+
+@pytest.mark.parametrize("name", [n if n in DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in QUERIES])
 def test_ungrouped_windows_take_their_borders_from_the_scan(spark: SparkSession, name: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     query = QUERIES[name]
@@ -105,6 +109,7 @@ def test_ungrouped_windows_take_their_borders_from_the_scan(spark: SparkSession,
         assert plan_jobs(phases) == 0
 
 
+@pytest.mark.slow
 def test_after_a_join_the_borders_take_a_job(spark: SparkSession) -> None:
     query = READINGS.join(OTHERS, lambda a, b: a.meter == b.meter, lambda a, b: Reading(a.meter, a.value + b.value)) \
         .snapshot_window().select(total(READINGS))

@@ -182,6 +182,7 @@ def test_shared_sub_queries_are_compiled_once(shared: sq.Binder, monkeypatch: py
     assert together == {name: shared.run(q) for name, q in queries.items()}
 
 
+@pytest.mark.slow  # the deep tier (the default tier's budget): run_many's other tests stay there
 def test_queries_that_differ_in_a_filter_run_as_one_grouped_query(shared: sq.Binder,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     formed: list[int] = []
@@ -238,7 +239,7 @@ def tumbling_counts(q: sq.Stream[P]) -> sq.Stream[Count]:
     return q.tumbling_window(us(10)).select(lambda w: Count(0, w.count(), w.sum(lambda e: e.o)))
 
 
-@pytest.mark.parametrize("format", ["parquet", "csv"])
+@pytest.mark.parametrize("format", ["parquet", pytest.param("csv", marks=pytest.mark.slow)])  # the deep tier: both
 def test_write_many_writes_what_write_writes(spark: SparkSession, shared: sq.Binder, tmp_path: Path,
                                              format: str) -> None:
     queries: dict[str, sq.Stream[Any]] = {

@@ -28,7 +28,8 @@ def trades() -> list[Any]:
     return [sq.Insert(t, t + 1, P(t // 10 % 3, t, "t", None)) for t in range(10, 600, 10)]
 
 
-@pytest.mark.parametrize("within", [None, pytest.param(1_000, marks=pytest.mark.slow)])  # the deep tier: both
+@pytest.mark.slow  # bounded state: the deep tier's (the default tier's budget)
+@pytest.mark.parametrize("within", [None, 1_000])
 def test_a_key_quoted_long_ago_keeps_its_quote(spark: SparkSession, within: int | None) -> None:
     q = TRADES.as_of_join(QUOTES, lambda t, q: t.k == q.k, lambda t, q: P(t.k, t.v, q.s, q.v),
                           None if within is None else us(within))
@@ -42,6 +43,7 @@ def test_a_key_quoted_long_ago_keeps_its_quote(spark: SparkSession, within: int 
     assert any(i.floor is not None for i in carried.state.inputs.values())
 
 
+@pytest.mark.slow  # bounded state: the deep tier's (the default tier's budget)
 def test_a_signal_keeps_the_last_event_of_each_key(spark: SparkSession) -> None:
     # the windows of the signal: key 0's quote of 1 is in force in every one of them
     q = QUOTES.to_signal(lambda e: e.k).group_by(lambda e: e.k).tumbling_window(us(20)).select(

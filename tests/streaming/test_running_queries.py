@@ -131,6 +131,7 @@ class Priced:
     cost: float
 
 
+@pytest.mark.slow  # the deep tier (the default tier's budget): the file-directory query stays the smoke test
 def test_two_streaming_inputs_and_a_static_one_in_one_query(spark: SparkSession, tmp_path: Path) -> None:
     """Readings arrive in two directories (two meters' feeds), joined with static tariff intervals
     that are read whole in the first micro-batch."""

@@ -89,6 +89,7 @@ def test_each_query_releases_what_it_releases_alone_across_a_restart(spark: Spar
     assert all_rows(spark, tmp_path / "many" / "high")  # it released something
 
 
+@pytest.mark.slow  # the deep tier (the default tier's budget)
 def test_as_stream_names_the_query(spark: SparkSession, tmp_path: Path) -> None:
     source = tmp_path / "in"
     data = rows(0, 24)

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Optional
 
+import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -74,6 +75,7 @@ def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: Spar
     assert carried.events == {} and carried.released == {} and set(carried.partials) == {"window"}
 
 
+@pytest.mark.slow  # bounded state: the deep tier's (the default tier's budget)
 def test_the_state_is_the_open_windows(spark: SparkSession) -> None:
     # points every 10 us over 3 keys, a CTI at every event; windows of 30 us every 10 us: after a
     # step only the windows the CTI has not reached the end of are carried, three per key at most

@@ -35,7 +35,10 @@ PROPERTY_TESTS = (
 def test_property_tests_pass_over_spark_connect() -> None:
     env = {**os.environ, "STREAMQL_SESSION": "connect", "PYSPARK_PYTHON": sys.executable,
            "STREAMQL_DEPTH": "default"}
+    # the hand-worked late cases run on a classic session only (they check the late rule, which the
+    # property tests of late records check over Connect too): the group stays within the deep tier's time
     command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "not slow or connect",
+               "-k", "not test_hand_worked_late_case_on_spark",
                "--durations=0", "-W", "ignore::UserWarning", *PROPERTY_TESTS]
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

@@ -21,11 +21,12 @@ SKETCH_POINTS = 32
 def sketch(values: np.ndarray, points: int = SKETCH_POINTS) -> list[int]:
     """Evenly spaced order statistics of ``values`` (all of them, sorted, when there are at most
     ``points``): the value at the middle of each of ``points`` equal shares of the sorted values."""
-    ordered = np.sort(values.astype(np.int64))
-    if len(ordered) <= points:
-        return [int(v) for v in ordered]
-    at = ((np.arange(points) * 2 + 1) * len(ordered)) // (2 * points)
-    return [int(v) for v in ordered[at]]
+    values = values.astype(np.int64)
+    if len(values) <= points:
+        return [int(v) for v in np.sort(values)]
+    at = ((np.arange(points) * 2 + 1) * len(values)) // (2 * points)
+    # the order statistics alone (a selection, not a sort: a tenth of the time on millions of values)
+    return [int(v) for v in np.partition(values, at)[at]]
 
 
 #: sketches of several units' values: per unit, its count of values and its ``sketch``

@@ -13,13 +13,12 @@ from pyspark.serializers import CloudPickleSerializer
 
 import streamql as sq
 from conftest import CONNECT
-from streamql.running import MICRO_BATCH
 from streamql.spark.runtime.connect import is_connect, is_session, parallelism
 from streamql.spark.runtime.phases import recording
 from streamql.spark.runtime.workers import run_probe
 from streamql.time import from_micros
 from support.frames import frame
-from support.json_readings import SCHEMA, put, rows
+from support.json_readings import SCHEMA, Price, Priced, put, rows, sink_rows
 from support.streaming_job import Reading as StreamReading
 
 pytestmark = pytest.mark.skipif(not CONNECT, reason="runs in the Spark Connect group only (STREAMQL_SESSION=connect)")
@@ -67,23 +66,6 @@ def test_a_query_gives_the_reference_result_and_counts_no_jobs(spark: Any) -> No
 def test_the_workers_are_probed_through_the_server(spark: Any) -> None:
     probe = run_probe(spark)
     assert probe.failures == ()
-
-
-@dataclass(frozen=True)
-class Price:
-    item: str
-    price: float
-
-
-@dataclass(frozen=True)
-class Priced:
-    meter: str
-    item: str
-    cost: float
-
-
-def sink_rows(spark: Any, sink: Path) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r) for r in spark.read.parquet(str(sink)).drop(MICRO_BATCH).collect())
 
 
 def batch_rows(events: list[Any]) -> list[tuple[Any, ...]]:

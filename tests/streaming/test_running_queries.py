@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -15,17 +14,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 import streamql as sq
 from streamql.running import MICRO_BATCH
-from support.json_readings import EVERY_4, READINGS, SCHEMA, averages, put, rows
+from support.json_readings import EVERY_4, READINGS, SCHEMA, Price, Priced, averages, put, rows, sink_rows
 from support.streaming_job import Average, Reading
 
 
 def static(spark: SparkSession, batch: Sequence[dict[str, Any]]) -> DataFrame:
     return spark.createDataFrame([(r["ts"], r["meter"], r["consumption"]) for r in batch], SCHEMA).coalesce(1)
-
-
-def sink_rows(spark: SparkSession, sink: Path) -> list[tuple[Any, ...]]:
-    df = spark.read.parquet(str(sink))
-    return sorted(tuple(r) for r in df.drop(MICRO_BATCH).collect())
 
 
 def batch_rows(events: Sequence[sq.Event[Any]]) -> list[tuple[Any, ...]]:
@@ -116,19 +110,6 @@ def test_a_micro_batch_run_again_after_a_crash_writes_nothing_twice(spark: Spark
     runner.run_batch(static(spark, data), 0)
     assert sink_rows(spark, sink) == before
     assert json.loads((state / "meta.json").read_text())["state"] == kept
-
-
-@dataclass(frozen=True)
-class Price:
-    item: str
-    price: float
-
-
-@dataclass(frozen=True)
-class Priced:
-    meter: str
-    item: str
-    cost: float
 
 
 @pytest.mark.slow  # the deep tier (the default tier's budget): the file-directory query stays the smoke test

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -12,6 +13,7 @@ from typing import Any, Sequence
 from pyspark.sql import types as T
 
 import streamql as sq
+from streamql.running import MICRO_BATCH
 from support.streaming_job import Average, Reading
 
 SCHEMA = T.StructType([T.StructField("ts", T.TimestampType()), T.StructField("meter", T.StringType()),
@@ -37,3 +39,24 @@ def put(directory: Path, number: int, batch: Sequence[dict[str, Any]]) -> None:
     hidden = directory / f".part-{number:04d}.json"
     hidden.write_text("".join(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n" for r in batch))
     os.rename(hidden, directory / f"part-{number:04d}.json")
+
+
+@dataclass(frozen=True)
+class Price:
+    """A static input's payload beside the readings (a running query joining it)."""
+
+    item: str
+    price: float
+
+
+@dataclass(frozen=True)
+class Priced:
+    meter: str
+    item: str
+    cost: float
+
+
+def sink_rows(spark: Any, sink: Path) -> list[tuple[Any, ...]]:
+    """The rows a running query's parquet sink holds, without its micro-batch column, sorted
+    (``spark``: a session of either kind)."""
+    return sorted(tuple(r) for r in spark.read.parquet(str(sink)).drop(MICRO_BATCH).collect())

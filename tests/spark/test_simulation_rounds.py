@@ -1,0 +1,71 @@
+"""Late events in one simulation round (docs/design-fewer-jobs.md, step 5).
+
+The residue table of a scan unit (``arrival_scan.simulate_residues``) against the sequential rule
+(``arrival_scan.simulate``) for every entering state it claims to cover — and it covers every
+state whose CTI is its floor; then on Spark, an input shaped like the benchmark's ``alter-late``
+(several partitions, late events after drops in each, ``every_events`` CTIs) in one simulation
+round, equal to the reference evaluator."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamql.spark.ingress import arrival_scan as scan
+from support.depth import examples
+
+KINDS = [scan.INSERT, scan.INSERT, scan.INSERT, scan.START_EDGE, scan.END_EDGE, scan.CTI]
+
+
+@st.composite
+def unit_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A unit's rows: mostly rising starts, some far back (late), some CTI rows and edges."""
+    n = draw(st.integers(0, 60))
+    kinds, starts, ends = [], [], []
+    t = draw(st.integers(-50, 50))
+    for _ in range(n):
+        kind = draw(st.sampled_from(KINDS))
+        t += draw(st.integers(0, 6))
+        start = t - draw(st.sampled_from([0, 0, 0, 1, 3, 12, 40]))
+        length = draw(st.integers(1, 30))
+        kinds.append(kind)
+        starts.append(start)
+        ends.append(start + length)
+    seqs = np.arange(n, dtype=np.int64) + 1000
+    return (np.array(kinds, np.int64), np.array(starts, np.int64), np.array(ends, np.int64), seqs)
+
+
+def entering(draw: st.DrawFn) -> scan.ScanState:
+    cti = draw(st.one_of(st.just(scan.NONE), st.integers(-60, 60)))
+    max_start = draw(st.one_of(st.just(scan.NONE), st.integers(-60, 80)))
+    return scan.ScanState(cti, draw(st.integers(0, 20)), max_start, scan.NONE)
+
+
+@settings(deadline=None, max_examples=examples(1500))
+@given(rows=unit_rows(), data=st.data(), every=st.sampled_from([None, 1, 2, 3, 5]),
+       delay=st.sampled_from([0, 2, 7, -1]), adjust=st.booleans())
+def test_the_residue_table_is_the_simulation_from_every_state_it_covers(
+        rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], data: st.DataObject, every: int | None,
+        delay: int, adjust: bool) -> None:
+    kinds, starts, ends, seqs = rows
+    at = scan.ScanSettings(every_events=every, every=None, delay=delay, adjust=adjust)
+    state = entering(data.draw)
+    # the floor: the entering CTI itself (always covered) or a guess above or below it
+    floor = data.draw(st.one_of(st.just(state.cti), st.integers(-60, 80)), label="floor")
+    table = scan.simulate_residues(kinds, starts, ends, seqs, floor, state.max_start, at)
+    assert table is not None
+    r = state.count % every if every is not None else 0
+    covered = int(table.low[r]) < state.cti <= floor
+    if floor == state.cti:
+        assert covered
+    if not covered:
+        return
+    expected = scan.simulate(kinds, starts, ends, seqs, state, at)
+    mine = table.residue == r
+    decisions = [(int(s), int(a), max(state.cti, int(t)))
+                 for s, a, t in zip(table.seq[mine], table.action[mine], table.time[mine])]
+    assert decisions == expected.decisions
+    after = scan.ScanState(max(state.cti, int(table.inner[r])), state.count + int(table.added[r]),
+                           int(table.after_max[r]), state.baseline)
+    assert after == expected.state
+    assert (int(table.dropped[r]), int(table.adjusted[r])) == (expected.dropped, expected.adjusted)

@@ -69,3 +69,62 @@ def test_the_residue_table_is_the_simulation_from_every_state_it_covers(
                            int(table.after_max[r]), state.baseline)
     assert after == expected.state
     assert (int(table.dropped[r]), int(table.adjusted[r])) == (expected.dropped, expected.adjusted)
+
+
+# --- on Spark -------------------------------------------------------------------------------------
+
+import dataclasses  # noqa: E402
+
+import pytest  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+import streamql as sq  # noqa: E402
+from streamql.events import InputItem  # noqa: E402
+from streamql.spark.runtime.phases import recording  # noqa: E402
+from support.frames import bind, frame  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Meter:
+    meter: int
+    value: int
+
+
+METERS = sq.input("meters", Meter, shape=sq.Shape.INTERVAL)
+ALTER = METERS.where(lambda e: e.value % 5 != 1).select(lambda e: Meter(e.meter, e.value * 2))
+
+
+def alter_late(count: int, late_every: int) -> list[InputItem[Meter]]:
+    """``alter-late`` in miniature: an event every 10 ticks, each moved back by up to 6 (within the
+    delay), and every ``late_every``-th one 400 ticks late (40 events back: beyond the CTI); the
+    late ones alternately short (DROP and ADJUST drop them) and long (ADJUST moves them)."""
+    items: list[InputItem[Meter]] = []
+    for k in range(count):
+        start = 10 * k - k % 7
+        length = 5
+        if k % late_every == late_every // 2:
+            start -= 400
+            length = 5 if k % (2 * late_every) < late_every else 900
+        items.append(sq.Insert(start, start + length, Meter(k % 4, k)))
+    return items
+
+
+def alter_settings(policy: sq.AdvanceTimePolicy) -> sq.AdvanceTimeSettings:
+    return sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=20, delay=sq.TICK * 7, flush=True),
+                                  policy=policy)
+
+
+@pytest.mark.parametrize("policy", [sq.AdvanceTimePolicy.DROP, sq.AdvanceTimePolicy.ADJUST])
+def test_late_events_in_every_unit_take_one_simulation_round(spark: SparkSession,
+                                                             policy: sq.AdvanceTimePolicy) -> None:
+    items = alter_late(800, 53)  # 4 partitions of 200 events, 3 or 4 late events in each
+    at = alter_settings(policy)
+    expected = sq.reference.run(ALTER, {"meters": sq.reference.ReferenceInput(items, at)}, late=True)
+    assert expected.dropped >= 7 and (policy is sq.AdvanceTimePolicy.DROP or expected.adjusted >= 7)
+    df = frame(spark, Meter, sq.Shape.INTERVAL, items, partitions=4)
+    binder = bind(sq.Binder(spark), METERS, df, sq.Shape.INTERVAL, at)
+    with recording(spark) as phases:
+        actual = binder.run(ALTER, late=True)
+    assert actual == expected
+    # every unit holds late events: one simulation job (before residue tables: one per unit)
+    assert phases.by_name["scan simulation"].times == 1

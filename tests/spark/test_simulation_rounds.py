@@ -7,12 +7,20 @@ state whose CTI is its floor; then on Spark, an input shaped like the benchmark'
 round, equal to the reference evaluator."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql import SparkSession
 
+import streamql as sq
+from streamql.events import InputItem
 from streamql.spark.ingress import arrival_scan as scan
+from streamql.spark.runtime.phases import recording
 from support.depth import examples
+from support.frames import bind, frame
 
 KINDS = [scan.INSERT, scan.INSERT, scan.INSERT, scan.START_EDGE, scan.END_EDGE, scan.CTI]
 
@@ -35,7 +43,9 @@ def unit_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return (np.array(kinds, np.int64), np.array(starts, np.int64), np.array(ends, np.int64), seqs)
 
 
+@st.composite
 def entering(draw: st.DrawFn) -> scan.ScanState:
+    """A state entering a unit (no ``every=`` baseline: residue tables are for ``every_events``)."""
     cti = draw(st.one_of(st.just(scan.NONE), st.integers(-60, 60)))
     max_start = draw(st.one_of(st.just(scan.NONE), st.integers(-60, 80)))
     return scan.ScanState(cti, draw(st.integers(0, 20)), max_start, scan.NONE)
@@ -49,7 +59,7 @@ def test_the_residue_table_is_the_simulation_from_every_state_it_covers(
         delay: int, adjust: bool) -> None:
     kinds, starts, ends, seqs = rows
     at = scan.ScanSettings(every_events=every, every=None, delay=delay, adjust=adjust)
-    state = entering(data.draw)
+    state = data.draw(entering(), label="state")
     # the floor: the entering CTI itself (always covered) or a guess above or below it
     floor = data.draw(st.one_of(st.just(state.cti), st.integers(-60, 80)), label="floor")
     table = scan.simulate_residues(kinds, starts, ends, seqs, floor, state.max_start, at)
@@ -72,16 +82,6 @@ def test_the_residue_table_is_the_simulation_from_every_state_it_covers(
 
 
 # --- on Spark -------------------------------------------------------------------------------------
-
-import dataclasses  # noqa: E402
-
-import pytest  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
-
-import streamql as sq  # noqa: E402
-from streamql.events import InputItem  # noqa: E402
-from streamql.spark.runtime.phases import recording  # noqa: E402
-from support.frames import bind, frame  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,5 +126,5 @@ def test_late_events_in_every_unit_take_one_simulation_round(spark: SparkSession
     with recording(spark) as phases:
         actual = binder.run(ALTER, late=True)
     assert actual == expected
-    # every unit holds late events: one simulation job (before residue tables: one per unit)
+    # every unit holds late events: one simulation job (three before residue tables)
     assert phases.by_name["scan simulation"].times == 1

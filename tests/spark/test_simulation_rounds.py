@@ -51,7 +51,7 @@ def entering(draw: st.DrawFn) -> scan.ScanState:
     return scan.ScanState(cti, draw(st.integers(0, 20)), max_start, scan.NONE)
 
 
-@settings(deadline=None, max_examples=examples(1500))
+@settings(deadline=None, max_examples=examples(1000))
 @given(rows=unit_rows(), data=st.data(), every=st.sampled_from([None, 1, 2, 3, 5]),
        delay=st.sampled_from([0, 2, 7, -1]), adjust=st.booleans())
 def test_the_residue_table_is_the_simulation_from_every_state_it_covers(
@@ -114,7 +114,8 @@ def alter_settings(policy: sq.AdvanceTimePolicy) -> sq.AdvanceTimeSettings:
                                   policy=policy)
 
 
-@pytest.mark.parametrize("policy", [sq.AdvanceTimePolicy.DROP, sq.AdvanceTimePolicy.ADJUST])
+@pytest.mark.parametrize("policy", [sq.AdvanceTimePolicy.DROP,
+                                    pytest.param(sq.AdvanceTimePolicy.ADJUST, marks=pytest.mark.slow)])
 def test_late_events_in_every_unit_take_one_simulation_round(spark: SparkSession,
                                                              policy: sq.AdvanceTimePolicy) -> None:
     items = alter_late(800, 53)  # 4 partitions of 200 events, 3 or 4 late events in each

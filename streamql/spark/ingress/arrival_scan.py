@@ -381,8 +381,9 @@ def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.n
 #: ``every_events`` above this: a unit is not simulated for every residue of the entering count
 MAX_RESIDUES = 4096
 #: a residue table is given up (``simulate_residues`` returns None) when its stops times its
-#: residues exceed this: so many candidate late rows cost more than a second round
-RESIDUE_WORK = 1 << 23
+#: residues exceed this: so many candidate late rows cost more than a second round (and each
+#: stop may add a decision per residue)
+RESIDUE_WORK = 1 << 21
 #: below every entering CTI (``ResidueTable.low`` before anything narrows it)
 LOWEST = -(2**63)
 

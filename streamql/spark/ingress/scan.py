@@ -31,6 +31,9 @@ from streamql.time import INFINITY_MICROS, from_micros
 
 #: up to this many decisions (late events dropped or moved) are broadcast to the events
 BROADCAST_DECISIONS = 2_000_000
+#: a simulation round makes residue tables only while their rows (units times residues), which
+#: come to the driver, are at most this many
+MAX_TABLE_ROWS = 1 << 18
 
 
 # --- the scan ----------------------------------------------------------------------------------
@@ -482,7 +485,7 @@ def _walk_simulating(s: _Summarized, initial: scan.ScanState) -> tuple[_Walk, _S
     tables: dict[int, _Table] = {}
     persisted: list[DataFrame] = []
     compact: DataFrame | None = None
-    by_residue = scan.residues(s.settings) is not None
+    residues = scan.residues(s.settings)
     while True:
         walk = _walk(s.summaries, s.settings, simulations, latest, tables, initial)
         if not walk.pending:
@@ -493,10 +496,12 @@ def _walk_simulating(s: _Summarized, initial: scan.ScanState) -> tuple[_Walk, _S
             compact = s.compact(with_seq=True).persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(compact)
         exact = next(iter(walk.pending))
-        guessed = frozenset(u for u in walk.pending if u != exact) if by_residue else frozenset()
+        tabled = frozenset(u for u in walk.pending if u != exact)
+        if residues is None or len(tabled) * residues > MAX_TABLE_ROWS:
+            tabled = frozenset()
         units = F.shiftright(F.col("seq"), scan.PARTITION_BITS).isin(list(walk.pending))
         simulated = compact.filter(units).mapInArrow(
-            _simulate_units(walk.pending, s.settings, guessed), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+            _simulate_units(walk.pending, s.settings, tabled), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
         outcomes, rows = _outcomes(simulated)
         for unit, outcome in outcomes:

@@ -446,20 +446,30 @@ class _Table:
     def covering(self, state: scan.ScanState, settings: scan.ScanSettings) -> tuple[_UnitOutcome, DataFrame] | None:
         """The exact outcome of the unit entered with ``state`` and its decisions, where the table
         covers ``state`` (its residue's row, the same greatest start, ``low < cti <= floor``)."""
-        every = settings.every_events
-        residue = state.count % every if every is not None else 0
+        residue = self._residue(state, settings)
         row = self.rows.get(residue)
         if row is None or state.max_start != self.max_start:
             return None
         added, inner, after_max, low, dropped, adjusted = row
         if not low < state.cti <= self.floor:
             return None
-        after = scan.ScanState(max(state.cti, inner), state.count + added, after_max, state.baseline)
+        after = self.guess(state, settings)
         decisions = (self.simulated
                      .filter((F.col("record") == 1) & (F.shiftright(F.col("seq"), scan.PARTITION_BITS) == self.unit)
                              & (F.col("residue") == residue))
                      .select("seq", "action", F.greatest(F.col("time"), F.lit(state.cti)).alias("time")))
         return _UnitOutcome(after, dropped, adjusted), decisions
+
+    def guess(self, state: scan.ScanState, settings: scan.ScanSettings) -> scan.ScanState:
+        """The state after the unit entered with ``state`` by its residue's row: exact where the
+        table covers ``state``, else a guess (the row of a state it does not cover)."""
+        added, inner, after_max, _, _, _ = self.rows[self._residue(state, settings)]
+        return scan.ScanState(max(state.cti, inner), state.count + added, max(state.max_start, after_max), state.baseline)
+
+    @staticmethod
+    def _residue(state: scan.ScanState, settings: scan.ScanSettings) -> int:
+        every = settings.every_events
+        return state.count % every if every is not None else 0
 
 
 @attrs.define
@@ -558,7 +568,8 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulati
             else:
                 walk.pending[unit] = state
                 exact = False
-                after = _guessed_after(summary, state, settings, latest.get(unit))
+                after = (tables[unit].guess(state, settings) if unit in tables
+                         else _guessed_after(summary, state, settings, latest.get(unit)))
         state = after
     walk.state = state
     return walk

@@ -25,7 +25,7 @@ from support.frames import NullCti, bind, frame
 from support.depth import examples
 from support.late_cases import CASES, Case, Reading
 from support.must_release import check_release
-from support.streams import P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, pipelines, us
+from support.streams import P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, payloads, pipelines, us
 
 UTC = timezone.utc
 DROP, ADJUST = sq.AdvanceTimePolicy.DROP, sq.AdvanceTimePolicy.ADJUST
@@ -64,11 +64,33 @@ def check_counts(result: sq.Result[Any]) -> None:
         result.dropped, result.adjusted, result.bad_rows)
 
 
+@st.composite
+def late_in_every_unit(draw: st.DrawFn, shape: sq.Shape) -> list[Any]:
+    """30 to 60 items as the benchmark's ``alter-late``: events in rising start order (each moved
+    back by up to 3, within most delays), about one in seven starting 15 to 60 ticks back (late
+    beyond the CTI), a CTI row now and then: over several partitions every scan unit holds late
+    events after the earlier units' drops, and the count that places each unit's generated CTIs
+    depends on them (docs/design-fewer-jobs.md, step 5)."""
+    items: list[Any] = []
+    t = 100
+    for _ in range(draw(st.integers(30, 60))):
+        if draw(st.integers(0, 19)) == 0:
+            items.append(sq.Cti(t - draw(st.integers(0, 20))))
+            continue
+        t += draw(st.integers(1, 4))
+        start = t - draw(st.integers(0, 3))
+        if draw(st.integers(0, 6)) == 0:
+            start -= draw(st.integers(15, 60))
+        length = 1 if shape is sq.Shape.POINT else draw(st.integers(1, 80))
+        items.append(sq.Insert(start, start + length, draw(payloads)))
+    return items
+
+
 @settings(SPARK_EXAMPLES, max_examples=examples(12))
 @given(data=st.data())
 def test_late_records_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape), label="items")
+    items = data.draw(st.one_of(inputs(shape), late_in_every_unit(shape)), label="items")
     bad = data.draw(st.lists(st.integers(0, 24), max_size=3), label="bad positions")
     items = with_bad_rows(items, bad, shape)
     at = data.draw(advance_settings(), label="settings")

@@ -8,6 +8,7 @@ class Field: ...
 
 class Schema:
     names: list[str]
+    types: list[DataType]
 
 class Scalar:
     def as_py(self) -> Any: ...

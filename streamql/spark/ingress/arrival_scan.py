@@ -374,3 +374,197 @@ def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.n
         i, window = stop + 1, max(4096, 2 * (stop - i))
     return Simulation(ScanState(scanner.cti, scanner.count, scanner.max_start, scanner.baseline),
                       scanner.decisions, scanner.changes, scanner.dropped, scanner.adjusted)
+
+
+# --- one simulation for every entering count (docs/design-fewer-jobs.md, step 5) -----------------
+
+#: ``every_events`` above this: a unit is not simulated for every residue of the entering count
+MAX_RESIDUES = 4096
+#: a residue table is given up (``simulate_residues`` returns None) when its stops times its
+#: residues exceed this: so many candidate late rows cost more than a second round (and each
+#: stop may add a decision per residue)
+RESIDUE_WORK = 1 << 21
+#: below every entering CTI (``ResidueTable.low`` before anything narrows it)
+LOWEST = -(2**63)
+
+
+def residues(settings: ScanSettings) -> int | None:
+    """How many residues of the entering count a unit's outcome can depend on: ``every_events``,
+    1 without generation (the count does not matter), None where the outcome is not a function
+    of the residue (``every=``: a chain of baselines) or there are too many."""
+    if settings.every is not None:
+        return None
+    if settings.every_events is None:
+        return 1
+    return settings.every_events if settings.every_events <= MAX_RESIDUES else None
+
+
+@attrs.frozen(eq=False)
+class ResidueTable:
+    """A unit simulated for every residue ``r`` of the entering count (``count % every_events``),
+    from a greatest start ``max_start`` and under a CTI ``floor`` (the guessed entering CTI),
+    with the unit's own part of the CTI (``inner``: its CTI rows and generated CTIs) kept apart
+    from the floor. For an entering state with that residue and greatest start and a CTI ``c``
+    with ``low[r] < c <= floor`` the unit decides the same rows the same way, each late row's
+    time being ``max(c, time)``, and leaves the CTI ``max(c, inner[r])``, the count plus
+    ``added[r]`` and the greatest start ``after_max[r]``. Arrays are indexed by the residue; the
+    decisions are rows of ``residue``, ``seq``, ``action``, ``time``."""
+
+    added: np.ndarray
+    inner: np.ndarray
+    after_max: np.ndarray
+    low: np.ndarray
+    dropped: np.ndarray
+    adjusted: np.ndarray
+    residue: np.ndarray
+    seq: np.ndarray
+    action: np.ndarray
+    time: np.ndarray
+
+
+def _shift_all(t: np.ndarray, d: int) -> np.ndarray:
+    """``_shift`` of every value, ``NONE`` kept (no event yet: nothing generated)."""
+    finite = (t != INFINITY_MICROS) & (t != NONE)
+    moved = np.where(finite, t, 0) + d
+    shifted = np.where(moved > MAX_MICROS, INFINITY_MICROS, np.maximum(MIN_MICROS, moved))
+    return np.where(finite, shifted, t).astype(np.int64)
+
+
+@attrs.define
+class _ResidueScanner:
+    """``_Scanner`` for every residue of the entering count at once: numpy arrays of states."""
+
+    kinds: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    seqs: np.ndarray
+    checked: np.ndarray
+    settings: ScanSettings
+    floor: int
+    n: int  # residues
+    phase: np.ndarray  # the count modulo every_events, per residue
+    inner: np.ndarray
+    max_start: np.ndarray
+    added: np.ndarray
+    low: np.ndarray
+    dropped: np.ndarray
+    adjusted: np.ndarray
+    decided: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = attrs.Factory(list)
+
+    def next_stop(self, lo: int, hi: int) -> int:
+        """The first row in ``[lo, hi)`` that some residue may find late (``hi`` if none): its
+        checked time below the greatest CTI any residue can have there (``summarize``'s bound)."""
+        kinds, starts = self.kinds[lo:hi], self.starts[lo:hi]
+        bound = np.maximum(_exclusive_running_max(np.where(kinds == CTI, starts, NONE)),
+                           max(self.floor, int(self.inner.max())))
+        if self.settings.generates:
+            eligible = (kinds == INSERT) | (kinds == START_EDGE)
+            greatest = np.maximum(_exclusive_running_max(np.where(eligible, starts, NONE)), int(self.max_start.max()))
+            bound = np.maximum(bound, _shift_all(greatest, -self.settings.delay))
+        found = np.flatnonzero(self.checked[lo:hi] < bound)
+        return lo + int(found[0]) if len(found) else hi
+
+    def skip(self, lo: int, hi: int) -> None:
+        """Takes rows ``[lo, hi)``, late for no residue: their CTI rows and, per residue, the CTI
+        generated at its last ``every_events``-th event among them (CTIs only grow, so the order
+        of these moves does not matter)."""
+        if hi <= lo:
+            return
+        kinds, starts = self.kinds[lo:hi], self.starts[lo:hi]
+        cti_rows = starts[kinds == CTI]
+        if len(cti_rows):
+            self.inner = np.maximum(self.inner, int(cti_rows.max()))
+        accepted = starts[(kinds == INSERT) | (kinds == START_EDGE)]
+        k = len(accepted)
+        if not k:
+            return
+        every = self.settings.every_events
+        if every is not None:
+            running = np.maximum.accumulate(accepted)
+            last = k - (self.phase + k) % every  # 1-based position of each residue's last generating event
+            greatest = np.maximum(self.max_start, running[np.maximum(last, 1) - 1])
+            generated = _shift_all(greatest, -self.settings.delay)
+            self.inner = np.where(last >= 1, np.maximum(self.inner, generated), self.inner)
+            self.phase = (self.phase + k) % every
+            self.added += k
+        self.max_start = np.maximum(self.max_start, int(accepted.max()))
+
+    def step(self, i: int) -> None:
+        """Takes row ``i`` for every residue, narrowing ``low`` where the decision depends on the
+        entering CTI below the floor."""
+        kind = int(self.kinds[i])
+        if kind == CTI:
+            self.inner = np.maximum(self.inner, int(self.starts[i]))
+            return
+        checked, floor = int(self.checked[i]), self.floor
+        cti = np.maximum(self.inner, floor)
+        late = checked < cti
+        # late only through the floor: late for an entering CTI above ``checked`` only
+        self.low = np.where(late & (checked >= self.inner), np.maximum(self.low, checked), self.low)
+        action = np.where(late, DROP, 0)
+        if self.settings.adjust:
+            if kind == END_EDGE:
+                action = np.where(late, ADJUST_END, 0)
+            else:
+                end = INFINITY_MICROS if kind == START_EDGE else int(self.ends[i])
+                moved = late & (end > cti)
+                action = np.where(moved, ADJUST_START, action)
+                # dropped under the floor, moved under a lower entering CTI at or above the end
+                narrowed = late & ~moved & (end > self.inner)
+                self.low = np.where(narrowed, np.maximum(self.low, end - 1), self.low)
+        if late.any():
+            which = np.flatnonzero(late)
+            self.decided.append((which, int(self.seqs[i]), action[which], self.inner[which]))
+            self.dropped += action == DROP
+            self.adjusted += (action == ADJUST_START) | (action == ADJUST_END)
+        if kind == END_EDGE:
+            return
+        accepted = action != DROP
+        moved_start = action == ADJUST_START
+        # a start moved to max(c, inner) may raise the greatest start by an amount c decides
+        risky = moved_start & (self.inner < floor) & (self.max_start < floor)
+        self.low = np.where(risky, np.maximum(self.low, floor - 1), self.low)
+        start = np.where(moved_start, cti, int(self.starts[i]))
+        self.max_start = np.where(accepted, np.maximum(self.max_start, start), self.max_start)
+        every = self.settings.every_events
+        if every is not None:
+            self.added += accepted
+            self.phase = np.where(accepted, (self.phase + 1) % every, self.phase)
+            generating = accepted & (self.phase == 0)
+            self.inner = np.where(generating, np.maximum(self.inner, _shift_all(self.max_start, -self.settings.delay)),
+                                  self.inner)
+
+
+def simulate_residues(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
+                      floor: int, max_start: int, settings: ScanSettings) -> ResidueTable | None:
+    """``simulate`` for every residue of the entering count at once (``ResidueTable``), or None
+    where so many rows may be late that the table would cost more than simulating again."""
+    n = residues(settings)
+    assert n is not None
+    zeros = np.zeros(n, np.int64)
+    scanner = _ResidueScanner(kinds, starts, ends, seqs, checked_times(kinds, starts, ends), settings, floor, n,
+                              phase=np.arange(n, dtype=np.int64), inner=np.full(n, NONE, np.int64),
+                              max_start=np.full(n, max_start, np.int64), added=zeros.copy(),
+                              low=np.full(n, LOWEST, np.int64), dropped=zeros.copy(), adjusted=zeros.copy())
+    rows, i, window, stops = len(kinds), 0, 4096, 0
+    while i < rows:
+        hi = min(rows, i + window)
+        stop = scanner.next_stop(i, hi)
+        scanner.skip(i, stop)
+        if stop == hi:
+            i, window = hi, min(window * 2, 1 << 20)
+            continue
+        scanner.step(stop)
+        stops += 1
+        if stops * n > RESIDUE_WORK:
+            return None
+        i, window = stop + 1, max(4096, 2 * (stop - i))
+    decided = scanner.decided
+    return ResidueTable(
+        added=scanner.added, inner=scanner.inner, after_max=scanner.max_start, low=scanner.low,
+        dropped=scanner.dropped, adjusted=scanner.adjusted,
+        residue=np.concatenate([d[0] for d in decided]) if decided else zeros[:0],
+        seq=np.concatenate([np.full(len(d[0]), d[1], np.int64) for d in decided]) if decided else zeros[:0],
+        action=np.concatenate([d[2] for d in decided]).astype(np.int64) if decided else zeros[:0],
+        time=np.concatenate([d[3] for d in decided]) if decided else zeros[:0],
+    )

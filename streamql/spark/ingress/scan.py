@@ -31,6 +31,9 @@ from streamql.time import INFINITY_MICROS, from_micros
 
 #: up to this many decisions (late events dropped or moved) are broadcast to the events
 BROADCAST_DECISIONS = 2_000_000
+#: a simulation round makes residue tables only while their rows (units times residues), which
+#: come to the driver, are at most this many
+MAX_TABLE_ROWS = 1 << 18
 
 
 # --- the scan ----------------------------------------------------------------------------------
@@ -58,6 +61,9 @@ _SIMULATION_SCHEMA = T.StructType([
     T.StructField("cti", T.LongType()), T.StructField("count", T.LongType()),
     T.StructField("max_start", T.LongType()), T.StructField("baseline", T.LongType()),
     T.StructField("dropped", T.LongType()), T.StructField("adjusted", T.LongType()),
+    # a residue table's rows (``scan.ResidueTable``; null for a simulation from one state): the
+    # residue of the entering count, and the entering CTIs above ``low`` that the row covers
+    T.StructField("residue", T.IntegerType()), T.StructField("low", T.LongType()),
 ])
 
 
@@ -74,6 +80,7 @@ _SIMULATION_ARROW = pa.schema([
     ("record", pa.int32()), ("seq", pa.int64()), ("action", pa.int32()), ("time", pa.int64()),
     ("cti", pa.int64()), ("count", pa.int64()), ("max_start", pa.int64()),
     ("baseline", pa.int64()), ("dropped", pa.int64()), ("adjusted", pa.int64()),
+    ("residue", pa.int32()), ("low", pa.int64()),
 ])
 
 
@@ -155,14 +162,24 @@ def _in_partition_order(summaries: list[dict[str, Any]]) -> bool:
     return True
 
 
-def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSettings) -> Any:
+def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSettings,
+                    tables: frozenset[int] = frozenset()) -> Any:
     """The ``mapInArrow`` function that simulates the units of ``states``, each from its state:
-    per unit, its state after (record 0), its decisions (1) and its CTI changes (2)."""
+    per unit, its state after (record 0), its decisions (1) and its CTI changes (2). The units of
+    ``tables`` are simulated for every residue of the entering count instead, from their state's
+    greatest start and under its CTI (``scan.simulate_residues``): per residue its row (record 0)
+    and its decisions (1), no CTI changes; where the table is given up, from the state as the others."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for unit, rows in _units(batches):
             if unit not in states:
                 continue
             good = rows.good()
+            if unit in tables:
+                table = scan.simulate_residues(good.kinds, good.starts, good.ends, good.seqs, states[unit].cti,
+                                               states[unit].max_start, settings)
+                if table is not None:
+                    yield from _table_batches(unit, table)
+                    continue
             sim = scan.simulate(good.kinds, good.starts, good.ends, good.seqs, states[unit], settings)
             records: list[dict[str, Any]] = [{
                 "record": 0, "seq": unit, "cti": sim.state.cti, "count": sim.state.count,
@@ -175,6 +192,25 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
             for first in range(0, len(records), 65536):
                 yield pa.RecordBatch.from_pylist(records[first:first + 65536], schema=_SIMULATION_ARROW)
     return run
+
+
+def _table_batches(unit: int, table: scan.ResidueTable) -> Iterator[pa.RecordBatch]:
+    """A unit's residue table as simulation records: one row per residue (record 0), then the
+    decisions (record 1) with their residue and the time before the entering CTI is taken in."""
+    n, d = len(table.added), len(table.seq)
+    rows: dict[str, np.ndarray] = {
+        "record": np.zeros(n, np.int32), "seq": np.full(n, unit, np.int64), "cti": table.inner,
+        "count": table.added, "max_start": table.after_max, "dropped": table.dropped,
+        "adjusted": table.adjusted, "residue": np.arange(n, dtype=np.int32), "low": table.low}
+    decisions: dict[str, np.ndarray] = {
+        "record": np.ones(d, np.int32), "seq": table.seq, "action": table.action.astype(np.int32),
+        "time": table.time, "residue": table.residue.astype(np.int32)}
+    for columns, length in ((rows, n), (decisions, d)):
+        for first in range(0, length, 65536):
+            size = min(length, first + 65536) - first
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(columns[name][first:first + size] if name in columns else [None] * size, kind)
+                 for name, kind in zip(_SIMULATION_ARROW.names, _SIMULATION_ARROW.types)], schema=_SIMULATION_ARROW)
 
 
 def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool,
@@ -387,10 +423,53 @@ class _UnitOutcome:
     adjusted: int
 
 
-#: the simulations made, by (unit, the state it was simulated from): the outcome and its records
+#: the simulations made, by (unit, the state it was simulated from): the outcome and the unit's
+#: decisions (``seq``, ``action``, ``time``)
 _Simulations = dict[tuple[int, scan.ScanState], tuple[_UnitOutcome, DataFrame]]
 #: the last simulation of each unit: the state it started from and its outcome
 _Latest = dict[int, tuple[scan.ScanState, _UnitOutcome]]
+
+
+@attrs.frozen(eq=False)
+class _Table:
+    """A unit simulated for every residue of the entering count (``scan.ResidueTable``), as its
+    simulation job returned it: the greatest start and CTI floor it was simulated from, one row
+    per residue (added count, the unit's own CTI, greatest start after, ``low``, dropped,
+    adjusted) and the job's records, which hold its decisions."""
+
+    unit: int
+    floor: int
+    max_start: int
+    rows: dict[int, tuple[int, int, int, int, int, int]]
+    simulated: DataFrame
+
+    def covering(self, state: scan.ScanState, settings: scan.ScanSettings) -> tuple[_UnitOutcome, DataFrame] | None:
+        """The exact outcome of the unit entered with ``state`` and its decisions, where the table
+        covers ``state`` (its residue's row, the same greatest start, ``low < cti <= floor``)."""
+        residue = self._residue(state, settings)
+        row = self.rows.get(residue)
+        if row is None or state.max_start != self.max_start:
+            return None
+        added, inner, after_max, low, dropped, adjusted = row
+        if not low < state.cti <= self.floor:
+            return None
+        after = self.guess(state, settings)
+        decisions = (self.simulated
+                     .filter((F.col("record") == 1) & (F.shiftright(F.col("seq"), scan.PARTITION_BITS) == self.unit)
+                             & (F.col("residue") == residue))
+                     .select("seq", "action", F.greatest(F.col("time"), F.lit(state.cti)).alias("time")))
+        return _UnitOutcome(after, dropped, adjusted), decisions
+
+    def guess(self, state: scan.ScanState, settings: scan.ScanSettings) -> scan.ScanState:
+        """The state after the unit entered with ``state`` by its residue's row: exact where the
+        table covers ``state``, else a guess (the row of a state it does not cover)."""
+        added, inner, after_max, _, _, _ = self.rows[self._residue(state, settings)]
+        return scan.ScanState(max(state.cti, inner), state.count + added, max(state.max_start, after_max), state.baseline)
+
+    @staticmethod
+    def _residue(state: scan.ScanState, settings: scan.ScanSettings) -> int:
+        every = settings.every_events
+        return state.count % every if every is not None else 0
 
 
 @attrs.define
@@ -398,22 +477,27 @@ class _Walk:
     state: scan.ScanState  # after the last unit (exact when nothing is pending)
     states: dict[int, scan.ScanState]  # the state entering each unit
     simulated: list[tuple[int, scan.ScanState]]  # the simulations the exact walk used
-    pending: dict[int, scan.ScanState]  # units to simulate next, from these states
+    pending: dict[int, scan.ScanState]  # units to simulate next, from these states (the first: exact)
 
 
 def _walk_simulating(s: _Summarized, initial: scan.ScanState) -> tuple[_Walk, _Simulations, list[DataFrame]]:
     """The exact walk over the units, the simulations it took, and the DataFrames they persisted.
 
     Walk the units with the exact state. A unit whose summary decides, or that was simulated
-    from exactly this state, passes it on exactly; the first other unit is simulated next,
-    and so, speculatively, is every later one, from a guessed state (its outcome counts only
-    if a later walk reaches it with that very state)."""
+    from exactly this state, or whose residue table covers this state, passes it on exactly;
+    the first other unit is simulated next from this state, and so, speculatively, is every
+    later one from a guessed state: for every residue of its entering count where the settings
+    allow (docs/design-fewer-jobs.md, step 5), so that a later walk finds it covered whatever
+    the earlier units dropped; else from the guess alone (its outcome counts only if a later
+    walk reaches it with that very state)."""
     simulations: _Simulations = {}
     latest: _Latest = {}
+    tables: dict[int, _Table] = {}
     persisted: list[DataFrame] = []
     compact: DataFrame | None = None
+    residues = scan.residues(s.settings)
     while True:
-        walk = _walk(s.summaries, s.settings, simulations, latest, initial)
+        walk = _walk(s.summaries, s.settings, simulations, latest, tables, initial)
         if not walk.pending:
             return walk, simulations, persisted
         if compact is None:
@@ -421,28 +505,48 @@ def _walk_simulating(s: _Summarized, initial: scan.ScanState) -> tuple[_Walk, _S
             # task's partition is not the input's: these rows carry their seq
             compact = s.compact(with_seq=True).persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(compact)
+        exact = next(iter(walk.pending))
+        tabled = frozenset(u for u in walk.pending if u != exact)
+        if residues is None or len(tabled) * residues > MAX_TABLE_ROWS:
+            tabled = frozenset()
         units = F.shiftright(F.col("seq"), scan.PARTITION_BITS).isin(list(walk.pending))
         simulated = compact.filter(units).mapInArrow(
-            _simulate_units(walk.pending, s.settings), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+            _simulate_units(walk.pending, s.settings, tabled), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
-        for unit, outcome in _outcomes(simulated):
-            simulations[(unit, walk.pending[unit])] = (outcome, simulated)
-            latest[unit] = (walk.pending[unit], outcome)
+        outcomes, rows = _outcomes(simulated)
+        for unit, outcome in outcomes:
+            state = walk.pending[unit]
+            decisions = simulated.filter((F.col("record") == 1)
+                                         & (F.shiftright(F.col("seq"), scan.PARTITION_BITS) == unit))
+            simulations[(unit, state)] = (outcome, decisions.select("seq", "action", "time"))
+            latest[unit] = (state, outcome)
+        for unit, by_unit in rows.items():
+            state = walk.pending[unit]
+            tables[unit] = _Table(unit, state.cti, state.max_start, by_unit, simulated)
 
 
-def _outcomes(simulated: DataFrame) -> list[tuple[int, _UnitOutcome]]:
-    """The outcome of each simulated unit (a Spark job: one state row per unit)."""
+def _outcomes(simulated: DataFrame) -> tuple[list[tuple[int, _UnitOutcome]],
+                                             dict[int, dict[int, tuple[int, int, int, int, int, int]]]]:
+    """The outcome of each unit simulated from one state, and the rows of each residue table
+    (a Spark job: one row per unit, or per unit and residue)."""
     with phase("scan simulation"):
         records = simulated.filter(F.col("record") == 0).collect()
-    return [(record["seq"], _UnitOutcome(scan.ScanState(record["cti"], record["count"], record["max_start"],
-                                                        record["baseline"]), record["dropped"], record["adjusted"]))
-            for record in records]
+    outcomes = [(r["seq"], _UnitOutcome(scan.ScanState(r["cti"], r["count"], r["max_start"], r["baseline"]),
+                                        r["dropped"], r["adjusted"]))
+                for r in records if r["residue"] is None]
+    tables: dict[int, dict[int, tuple[int, int, int, int, int, int]]] = {}
+    for r in records:
+        if r["residue"] is not None:
+            tables.setdefault(r["seq"], {})[r["residue"]] = (r["count"], r["cti"], r["max_start"], r["low"],
+                                                             r["dropped"], r["adjusted"])
+    return outcomes, tables
 
 
 def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulations: _Simulations,
-          latest: _Latest, initial: scan.ScanState) -> _Walk:
+          latest: _Latest, tables: Mapping[int, _Table], initial: scan.ScanState) -> _Walk:
     """One walk over the units from ``initial``: exact up to the first unit that neither its
-    summary nor a simulation from its exact state decides; guessed from there."""
+    summary nor a simulation from its exact state nor its residue table decides; guessed from
+    there (a table covering a guessed state gives the guess)."""
     walk = _Walk(initial, {}, [], {})
     state, exact = initial, True
     for s in summaries:
@@ -453,6 +557,10 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulati
         after = scan.clean_transfer(summary, state, settings)
         if after is None:
             done = simulations.get((unit, state))
+            if done is None and unit in tables:
+                done = tables[unit].covering(state, settings)
+                if done is not None:
+                    simulations[(unit, state)] = done
             if done is not None:
                 after = done[0].state
                 if exact:
@@ -460,7 +568,8 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulati
             else:
                 walk.pending[unit] = state
                 exact = False
-                after = _guessed_after(summary, state, settings, latest.get(unit))
+                after = (tables[unit].guess(state, settings) if unit in tables
+                         else _guessed_after(summary, state, settings, latest.get(unit)))
         state = after
     walk.state = state
     return walk
@@ -488,12 +597,10 @@ class _Decisions:
 
 def _decisions(walk: _Walk, simulations: _Simulations) -> _Decisions:
     """The decisions of the simulations the exact walk used."""
-    used = [(unit, simulations[(unit, state)]) for unit, state in walk.simulated]
-    return _Decisions(
-        dropped=sum(outcome.dropped for _, (outcome, _) in used),
-        adjusted=sum(outcome.adjusted for _, (outcome, _) in used),
-        records=[simulated.filter((F.col("record") == 1) & (F.shiftright(F.col("seq"), scan.PARTITION_BITS) == unit))
-                 for unit, (_, simulated) in used])
+    used = [simulations[(unit, state)] for unit, state in walk.simulated]
+    return _Decisions(dropped=sum(outcome.dropped for outcome, _ in used),
+                      adjusted=sum(outcome.adjusted for outcome, _ in used),
+                      records=[decisions for _, decisions in used])
 
 
 # --- the CTIs ----------------------------------------------------------------------------------

@@ -365,6 +365,7 @@ CASES += [
 # (points) are held by keep_last(1), whose ends are the next match's start: an end between 5 and 8
 # is final once that match is stable and at or before its group's CTI. On Spark the patterns read
 # the least right CTI 5 and gave no group CTIs, where the reference (once per group) reads a's 8.
+# The cases without a key (pairs: a bucketing job and a join) run on Spark in the deep tier only.
 PATTERN_GROUPS = [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(7, 8, A), sq.Insert(8, 9, A),
                   sq.Insert(1, 2, B), sq.Insert(5, 6, B), sq.Cti(10)]
 CASES += [
@@ -375,7 +376,8 @@ CASES += [
     Case("followed_by after a count window sees its group's CTI inside group_apply",
          _in_groups(lambda g: g.followed_by(_pairs_of(g), lambda l, r: True, lambda l, r: r).keep_last(1)),
          {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
-         V, interval=[(2, 7, C2)], edges=[(START, 2, 2, C2), (END, 7, 2, C2)], points=[(2, C2)], final_cti=5),
+         V, interval=[(2, 7, C2)], edges=[(START, 2, 2, C2), (END, 7, 2, C2)], points=[(2, C2)], final_cti=5,
+         deep=True),
     # ... by equal counts within 6 (the per-key sort): a@2's partner at 7 is less than 6 after it,
     # the same matches
     Case("followed_by within a key after a count window sees its group's CTI inside group_apply",
@@ -392,7 +394,7 @@ CASES += [
          {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
          V, interval=[(1, 3, A), (3, 8, A)],
          edges=[(START, 1, 1, A), (END, 3, 1, A), (START, 2, 2, B), (START, 3, 3, A), (END, 8, 3, A)],
-         points=[(1, A), (2, B), (3, A)], final_cti=5),
+         points=[(1, A), (2, B), (3, A)], final_cti=5, deep=True),
     # ... by equal counts (the per-key sort): the same absences
     Case("not_followed_by a key after a count window sees its group's CTI inside group_apply",
          _in_groups(lambda g: g.select(lambda e: Count(2)).not_followed_by(

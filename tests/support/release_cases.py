@@ -358,5 +358,53 @@ CASES += [
 ]
 
 
+# issue 26: followed_by and not_followed_by after a count window inside group_apply see their group's
+# CTIs. in (POINT): group a at 0, 2, 7, 8, group b at 1, 5, then Cti(10). count_window(2): a's
+# windows [0, 3), [2, 8), [7, 9) (stable heads) and a's output CTI 8 (its start 8 has not filled
+# one); b's window [1, 6) and b's CTI 5. group_apply's CTI is the least, 5. Each pattern's matches
+# (points) are held by keep_last(1), whose ends are the next match's start: an end between 5 and 8
+# is final once that match is stable and at or before its group's CTI. On Spark the patterns read
+# the least right CTI 5 and gave no group CTIs, where the reference (once per group) reads a's 8.
+# The cases without a key (pairs: a bucketing job and a join) run on Spark in the deep tier only.
+PATTERN_GROUPS = [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(7, 8, A), sq.Insert(8, 9, A),
+                  sq.Insert(1, 2, B), sq.Insert(5, 6, B), sq.Cti(10)]
+CASES += [
+    # every event followed by the earliest window starting after it: a@0 by the window at 2, a@2 by
+    # the one at 7 (a@7, a@8 and b's events have none). The match at 7 is stable: its partner
+    # starts at or before a's right CTI 8 (not the least 5), and 7 is at or before a's CTI
+    # min(10, 8) = 8: keep_last's [2, 7) is final. Released: [2, 7)
+    Case("followed_by after a count window sees its group's CTI inside group_apply",
+         _in_groups(lambda g: g.followed_by(_pairs_of(g), lambda l, r: True, lambda l, r: r).keep_last(1)),
+         {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
+         V, interval=[(2, 7, C2)], edges=[(START, 2, 2, C2), (END, 7, 2, C2)], points=[(2, C2)], final_cti=5,
+         deep=True),
+    # ... by equal counts within 6 (the per-key sort): a@2's partner at 7 is less than 6 after it,
+    # the same matches
+    Case("followed_by within a key after a count window sees its group's CTI inside group_apply",
+         _in_groups(lambda g: g.select(lambda e: Count(2)).followed_by(
+             _pairs_of(g), lambda l, r: l.n == r.n, lambda l, r: r, within=us(6)).keep_last(1)),
+         {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
+         V, interval=[(2, 7, C2)], edges=[(START, 2, 2, C2), (END, 7, 2, C2)], points=[(2, C2)], final_cti=5),
+    # every event with no window starting less than 1 after it: a's absences at 1, 3, 8, 9, b's at
+    # 2, 6. a's absence at 8 is stable (a's right CTI 8 reaches it, the least 5 does not), and a's
+    # CTI is min(10 + 1, 8) = 8: keep_last's [3, 8) is final, as [1, 3). b's [2, 6) ends at an
+    # absence after b's right CTI 5: its head only
+    Case("not_followed_by after a count window sees its group's CTI inside group_apply",
+         _in_groups(lambda g: g.not_followed_by(_pairs_of(g), lambda l, r: True, us(1)).keep_last(1)),
+         {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
+         V, interval=[(1, 3, A), (3, 8, A)],
+         edges=[(START, 1, 1, A), (END, 3, 1, A), (START, 2, 2, B), (START, 3, 3, A), (END, 8, 3, A)],
+         points=[(1, A), (2, B), (3, A)], final_cti=5, deep=True),
+    # ... by equal counts (the per-key sort): the same absences
+    Case("not_followed_by a key after a count window sees its group's CTI inside group_apply",
+         _in_groups(lambda g: g.select(lambda e: Count(2)).not_followed_by(
+             _pairs_of(g), lambda l, r: l.n == r.n, us(1)).keep_last(1)),
+         {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
+         V, interval=[(1, 3, C2), (3, 8, C2)],
+         edges=[(START, 1, 1, C2), (END, 3, 1, C2), (START, 2, 2, C2), (START, 3, 3, C2), (END, 8, 3, C2)],
+         points=[(1, C2), (2, C2), (3, C2)], final_cti=5),
+]
+
+
 def ordered_edges(edges: list[sq.Edge[Any]]) -> list[sq.Edge[Any]]:
     return sorted(edges, key=lambda e: (e.time, e.kind is START, e.start, repr(e.payload)))

@@ -80,12 +80,17 @@ class GroupCtis:
         return GroupCtis(self.frame.withColumn(GROUP_CTI, rule(F.col(GROUP_CTI))), default, self.keys)
 
 
-def least_group_ctis(node: nodes.Node, sources: Sequence[Flow]) -> GroupCtis | None:
+def least_group_ctis(node: nodes.Node, sources: Sequence[Flow],
+                     moved: Sequence[GroupCtis | None] | None = None) -> GroupCtis | None:
     """Each group's own CTI after a multi-stream operator whose CTI is the least of its inputs'
-    (``join``, ``anti_join``, ``clip``, ``union``, ``as_of_join``): per group the least of the
-    inputs' CTIs for that group — a source's ``group_ctis`` where it has them, its CTI otherwise
-    (the reference runs the sub-query once per group). None when no source has them."""
-    frames = [s.group_ctis for s in sources if s.group_ctis is not None]
+    (``join``, ``anti_join``, ``clip``, ``union``, ``as_of_join``, ``followed_by``): per group the
+    least of the inputs' CTIs for that group — a source's ``group_ctis`` where it has them, its CTI
+    otherwise (the reference runs the sub-query once per group). None when no source has them.
+    ``moved``: the sources' group CTIs moved first by the operator's rule for that input, where it
+    moves one (``not_followed_by``'s left CTI plus ``within``; ``node.output_cti`` moves the
+    defaults): the least of the moved CTIs per group."""
+    groups = [s.group_ctis for s in sources] if moved is None else list(moved)
+    frames = [g for g in groups if g is not None]
     if not frames:
         return None
     default = node.output_cti(tuple(s.cti if s.group_ctis is None else s.group_ctis.default for s in sources))

@@ -36,7 +36,10 @@ quadratic, as the definition.
 
 **Stability** (docs/decisions.md, "Patterns (issue 26)"): a match is stable when both heads are and,
 in the default mode, its partner starts at or before the right CTI; an absence when the left head is and
-the right CTI is at or after ``start + within``.
+the right CTI is at or after ``start + within``. Inside ``group_apply`` after a count or session
+window the right CTI is the row's group's (``Flow.row_cti``, the column ``_sq_right_cti``), and the
+output gives each group its own CTI (``flow.least_group_ctis``), as the reference, which runs the
+sub-query once per group.
 """
 from __future__ import annotations
 
@@ -54,8 +57,9 @@ from streamql.query.joins import greatest_finite_cti
 from streamql.spark.base.columns import CLOSED, END, FLOOR, HEAD, START
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.operators.as_of import split_on
-from streamql.spark.operators.flow import LIFETIME, Flow, by_name, compile_node, no_floor, shifted
-from streamql.spark.operators.joins import R_HEAD, R_PAYLOAD, R_START, overlapping_pairs, pair_field
+from streamql.spark.operators.flow import (LIFETIME, Cti, Flow, by_name, cti_literal, compile_node, least_group_ctis,
+                                           no_floor, shifted)
+from streamql.spark.operators.joins import R_CTI, R_HEAD, R_PAYLOAD, R_START, overlapping_pairs, pair_field
 from streamql.time import INFINITY_MICROS, shift
 
 # the stacked frame: whether a row is an eligible left / right event, the right event (head and
@@ -235,6 +239,17 @@ def _identity(node: Pattern, flow: Flow) -> list[str]:
     return [*LIFETIME, *flow.keys, *_fields(node, 0), *_OWN]
 
 
+def _right_ctis(right: Flow, rows: DataFrame) -> DataFrame:
+    """``rows`` (carrying the group keys) with their group's CTI in the right input as
+    ``_sq_right_cti`` where the right input's groups' CTIs differ (the pairs carry it already)."""
+    return rows if R_CTI in rows.columns else right.with_group_ctis(rows, R_CTI)
+
+
+def _at_or_before(t: Column, cti: Cti) -> Column:
+    """Whether ``t`` is at or before ``cti`` (a stream's CTI or each row's group's; none yet: false)."""
+    return F.lit(False) if cti is None else F.coalesce(t <= cti_literal(cti), F.lit(False))
+
+
 def _point(at: Column, head: Column, keys: tuple[str, ...], payload: list[Column]) -> list[Column]:
     """The columns of a point event at ``at`` (stable once its head is)."""
     return [at.alias(START), shifted(at, 1).alias(END), head.alias(CLOSED), head.alias(HEAD), no_floor(),
@@ -255,13 +270,16 @@ def _followed_by(node: patterns.FollowedBy, env: Mapping[str, Flow]) -> Flow:
             matches = matches.select("*", earliest.alias(_EARLIEST)).filter(F.col(R_START) == F.col(_EARLIEST))
     head = F.col(HEAD) & F.col(R_HEAD)
     if not node.all_matches:
-        # no earlier partner can still come or change: the right CTI reached the partner's start
-        head = head & (F.lit(False) if right.cti is None else F.col(R_START) <= F.lit(right.cti))
+        # no earlier partner can still come or change: the right CTI (the row's group's) reached
+        # the partner's start
+        matches = _right_ctis(right, matches)
+        head = head & _at_or_before(F.col(R_START), right.row_cti(R_CTI))
     payload = [c.alias(name) for name, c in construct_columns(node.projection, pair_field)]
     out = matches.select(*_point(F.col(R_START), head, left.keys, payload))
     ctis = (left.cti, right.cti)
     finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), (left.reached, right.reached))
-    return Flow(out, node.output_cti(ctis), finite, left.keys, reached)
+    # each group's CTI: the least of its inputs' (join's rule)
+    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]))
 
 
 @compile_node.register
@@ -287,14 +305,21 @@ def _not_followed_by(node: patterns.NotFollowedBy, env: Mapping[str, Flow]) -> F
         alone = reaching.frame.join(partnered, reduce(lambda a, b: a & b, same), "left_anti")
         absent = alone.select(F.col(_OWN[0]).alias(START), F.col(HEAD), *left.keys, *fields)
     at = shifted(F.col(START), node.within)
-    # no partner can still come or change before the left start plus within
-    head = F.col(HEAD) & (F.lit(False) if right.cti is None else at <= F.lit(right.cti))
-    out = absent.filter(at < F.lit(INFINITY_MICROS)).select(*_point(at, head, left.keys, [F.col(f) for f in fields]))
-    # the left CTI moves by within, then the lesser of the two (``NotFollowedBy.output_cti``)
+    # no partner can still come or change before the left start plus within: the right CTI (the
+    # row's group's) reached it
+    absent = _right_ctis(right, absent.filter(at < F.lit(INFINITY_MICROS)))
+    head = F.col(HEAD) & _at_or_before(at, right.row_cti(R_CTI))
+    out = absent.select(*_point(at, head, left.keys, [F.col(f) for f in fields]))
+    # the left CTI moves by within, then the lesser of the two (``NotFollowedBy.output_cti``); per
+    # group the same, the left group's CTI moved by within
     moved = (_moved(left.cti, node.within), right.cti)
     finite, reached = greatest_finite_cti(moved, (_moved(left.finite_cti, node.within), right.finite_cti),
                                           (left.reached, right.reached))
-    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached)
+    within = node.within
+    lgroups = None if left.group_ctis is None else left.group_ctis.moved(
+        lambda c: shifted(c, within), shift(left.group_ctis.default, within))
+    groups = least_group_ctis(node, [left, right], [lgroups, right.group_ctis])
+    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached, groups)
 
 
 def _moved(cti: int | None, by: int) -> int | None:

@@ -87,7 +87,13 @@ def test_a_file_taken_after_a_later_one_is_late_and_the_run_says_why(spark: Spar
     assert {r[MICRO_BATCH] for r in written} == {1}
     assert all(r["reason"] is not None and r["reason"].startswith(
         "arrived in micro-batch 1 after arrival value 11 of an earlier micro-batch") for r in written)
-    # files in increasing order (the first file's modification time older): nothing goes back
+
+
+@pytest.mark.slow
+def test_files_taken_in_arrival_order_go_back_nowhere(spark: SparkSession, tmp_path: Path) -> None:
+    # the same files, the first one's modification time older: nothing goes back, nothing is late
+    data = produced(12)
+    now = time.time()
     ordered = tmp_path / "ordered"
     write(ordered, "readings-a.json", data[:6], now - 100)
     write(ordered, "readings-b.json", data[6:], now - 50)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,15 @@ from pyspark.sql import types as T
 
 import streamql as sq
 from streamql.errors import ArrivalOrderWarning
+from streamql.payload import schema_of
 from streamql.running import MICRO_BATCH, ArrivalWentBack
+from streamql.spark.ingress.late import late_records
 from streamql.spark.streaming.state import InputState, RunState
-from streamql.spark.streaming.step import _arrival_went_back
+from streamql.spark.streaming.step import Plan, _arrival_went_back, empty_carried, step
+from support.frames import bind, frame
 from support.json_readings import EVERY_4, READINGS, averages, rows
 from support.streaming_job import Reading
+from support.streams import P
 
 #: the readings with their arrival value (``arr``: the order they were produced in)
 SCHEMA = T.StructType([T.StructField("ts", T.TimestampType()), T.StructField("meter", T.StringType()),
@@ -50,6 +54,11 @@ def reference_late(taken: list[dict[str, Any]]) -> sq.Result[Any]:
     items = [sq.Insert(r["ts"], r["ts"] + timedelta(microseconds=1), Reading(r["meter"], r["consumption"]))
              for r in taken]
     return sq.reference.run(averages(READINGS), {"readings": sq.reference.ReferenceInput(items, EVERY_4)}, late=True)
+
+
+def naive(t: datetime | None) -> datetime | None:
+    """A UTC time as Spark collects a timestamp (without its zone)."""
+    return None if t is None else t.replace(tzinfo=None)
 
 
 def test_a_file_taken_after_a_later_one_is_late_and_the_run_says_why(spark: SparkSession, tmp_path: Path) -> None:
@@ -82,8 +91,7 @@ def test_a_file_taken_after_a_later_one_is_late_and_the_run_says_why(spark: Spar
     # the late records: the reference's (arrival values aside: its are list positions), each with the reason
     written = spark.read.parquet(str(late_sink)).collect()
     assert sorted((r["action"], r["start"], r["cti"], r["payload"]["meter"], r["arrival"]) for r in written) == \
-        sorted((e.action, e.start.replace(tzinfo=None), None if e.cti is None else e.cti.replace(tzinfo=None),
-                e.payload.meter, (e.arrival or 0) - 6) for e in expected.late)
+        sorted((e.action, naive(e.start), naive(e.cti), e.payload.meter, (e.arrival or 0) - 6) for e in expected.late)
     assert {r[MICRO_BATCH] for r in written} == {1}
     assert all(r["reason"] is not None and r["reason"].startswith(
         "arrived in micro-batch 1 after arrival value 11 of an earlier micro-batch") for r in written)
@@ -117,3 +125,42 @@ def test_the_greatest_arrival_goes_on_in_the_state_and_equal_values_do_not_go_ba
     old = RunState(inputs={"readings": InputState()}).to_json().replace(', "arrival_max": null', "")
     assert "arrival_max" not in old
     assert RunState.from_json(old).inputs["readings"].arrival_max is None
+
+
+def test_an_edge_event_late_by_a_micro_batch_that_went_back_says_so_when_it_is_decided(spark: SparkSession) -> None:
+    # micro-batch 1's arrival values (0-2) are before micro-batch 0's (10-12): a's end edge comes
+    # behind the CTI 30 (ADJUST empties the event: dropped, decided now) and d's start edge is moved
+    # to it, its record made in micro-batch 2, when its end edge comes (arrival 20: not back); b's
+    # start edge was late in micro-batch 0 already, by the data (its record: no reason)
+    source = sq.input("in", P, sq.Shape.EDGE)
+    edge = sq.Shape.EDGE
+    at = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1, flush=True),
+                                policy=sq.AdvanceTimePolicy.ADJUST)
+    a, b, c, d = (P(i, i, name, None) for i, name in enumerate("abcd"))
+    batches: list[tuple[int, list[Any]]] = [
+        (10, [sq.StartEdge(10, a), sq.StartEdge(5, b), sq.StartEdge(30, c)]),
+        (0, [sq.EndEdge(5, 40, b), sq.EndEdge(10, 20, a), sq.StartEdge(2, d)]),
+        (20, [sq.EndEdge(2, 50, d)])]
+    binder = bind(sq.Binder(spark), source, frame(spark, P, edge, batches[0][1], arrival=True), edge, at, arrival=True)
+    plan = Plan(source.node, {"in": binder.bindings["in"]}, (sq.Shape.INTERVAL,))
+    carried = empty_carried(plan)
+    records: list[sq.Late] = []
+    went_back = []
+    for batch, (first, items) in enumerate(batches):
+        rows = frame(spark, P, edge, items, arrival=True, first_arrival=first, seed=batch)
+        outcome = step(spark, plan, carried, {"in": rows}, batch, final=batch == len(batches) - 1)
+        records += late_records("in", schema_of(P), outcome.late["in"])
+        went_back.append(dict(outcome.arrival_went_back))
+        carried = outcome.carried
+        outcome.unpersist()
+    assert went_back == [{}, {"in": ArrivalWentBack(0, 12)}, {}]
+    assert carried.state.inputs["in"].arrival_max == 20
+    expected = sq.reference.run(source, {"in": sq.reference.ReferenceInput([i for _, b in batches for i in b], at)},
+                                late=True).late
+    assert sorted((r.action, r.kind, r.start, r.cti, r.payload.s) for r in records) == \
+        sorted((r.action, r.kind, r.start, r.cti, r.payload.s) for r in expected)
+    reasons = {r.payload.s: r.reason for r in records}
+    assert reasons.keys() == {"a", "b", "d"}
+    assert reasons["b"] is None
+    assert reasons["a"] is not None and reasons["a"].startswith("arrived in micro-batch 1 after arrival value 12 ")
+    assert reasons["d"] == reasons["a"]

@@ -33,11 +33,11 @@ from streamql.events import Shape
 from streamql.query.esper import LengthBatch
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.windows import HoppingWindow, WindowAggregate
-from streamql.spark.base.columns import CLOSED, END, HEAD, SEQ, START
+from streamql.spark.base.columns import CLOSED, END, HEAD, LATE_ARRIVAL, SEQ, START
 from streamql.spark.ingress.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress.binding import Binding
 from streamql.spark.ingress.scan import Ingress
-from streamql.spark.ingress.late import WentBack, edge_rows, with_went_back
+from streamql.spark.ingress.late import EdgeCauses, WentBack, edge_rows, with_went_back
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
 from streamql.spark.operators.release import release
 from streamql.spark.windows.esper import batch_offsets
@@ -53,6 +53,10 @@ from streamql.time import INFINITY_MICROS
 
 #: the micro-batch a carried edge row arrived in (arrival order is (batch, seq))
 BATCH = "_sq_batch"
+#: of an edge row whose arrival went back: the greatest arrival value of the micro-batches before
+#: the one it arrived in (``ArrivalWentBack``), else null; carried with an open start edge, whose
+#: late record may be made in a later micro-batch
+WENT_BACK = "_sq_went_back"
 
 
 
@@ -189,14 +193,17 @@ def empty_carried(plan: Plan) -> Carried:
 
 
 def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], batch: int,
-                 cti: int | None, final: bool) -> MatchedEdges:
+                 cti: int | None, final: bool, went_back: ArrivalWentBack | None = None) -> MatchedEdges:
     """``streamql.spark.ingress.edge_matching`` across micro-batches: the carried start edges arrived before
     the new rows, and ``cti`` is the input's CTI after the micro-batch. An event is counted
     (dropped, moved) in the step that decides it: when its end edge comes, or in the run's final
     step (``final``) if it is still open then — not when the CTI reaches INFINITY: an end edge may
     still come after that, and under ADJUST its record replaces the start edge's; an end edge that
-    DROP ignores counts in the micro-batch it arrives in."""
-    rows = new.withColumn(BATCH, F.lit(batch).cast("long"))
+    DROP ignores counts in the micro-batch it arrives in. ``went_back``: the input's arrival went
+    back in this micro-batch (its rows before the greatest earlier arrival get ``WENT_BACK``)."""
+    before = F.lit(None) if went_back is None else F.when(
+        F.col(LATE_ARRIVAL) < F.lit(went_back.greatest_before), F.lit(went_back.greatest_before))
+    rows = new.withColumn(BATCH, F.lit(batch).cast("long")).withColumn(WENT_BACK, before.cast("long"))
     if carried is not None:
         # (a state written before late records were kept has no arrival column: null there)
         rows = carried.unionByName(rows, allowMissingColumns=True)
@@ -279,19 +286,19 @@ def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carr
     input drops bad rows. ``went_back``: the input's arrival went back in this micro-batch, which
     the late records of its rows arriving before the earlier micro-batches' greatest tell."""
     assert ingress.late is not None
-    cause = None if went_back is None else WentBack(batch, went_back.greatest_before, BATCH)
+    cause = None if went_back is None else WentBack(batch, went_back.greatest_before)
     if node.shape is not Shape.EDGE:
         late = ingress.late if cause is None else with_went_back(ingress.late, cause)
         return _Decided(ingress.events, late, ingress.dropped, ingress.adjusted, ingress.bad_rows)
     payload = [f.name for f in node.schema.fields]
     cti = ingress.final_cti
-    matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti, final)
+    matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti, final, went_back)
     if matched.unmatched and plan.bindings[name].bad_rows == "error":
         raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
                             "has no open start edge with its start and payload; bind with bad_rows='drop' "
                             "to drop and count such rows")
     late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,
-                                              count_open=final, went_back=cause))
+                                              count_open=final, causes=EdgeCauses(BATCH, WENT_BACK, cause)))
     return _Decided(matched.decided, late, matched.dropped, matched.adjusted, ingress.bad_rows + matched.unmatched,
                     matched.still_open, matched.pending, (matched.persisted,))
 

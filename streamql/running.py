@@ -100,11 +100,16 @@ def _progress_of(text: str) -> Progress:
     return Progress(**fields)
 
 
-def went_back_message(query: str, name: str, batch: int, back: ArrivalWentBack) -> str:
-    """The warning of a micro-batch in which input ``name``'s arrival went back."""
+def went_back_message(query: str, name: str, batch: int, back: ArrivalWentBack, timestamps: bool = False) -> str:
+    """The warning of a micro-batch in which input ``name``'s arrival went back (``timestamps``: its
+    arrival column holds timestamps, shown as such)."""
+    def shown(value: int) -> str:
+        return from_micros(value).isoformat() if timestamps else str(value)
+
     return (f"query {query!r}, micro-batch {batch}: input {name!r} received rows with arrival values from "
-            f"{back.least}, before {back.greatest_before}, the greatest of its earlier micro-batches; their events "
-            "can be late by the CTIs already committed (dropped or adjusted by the policy). A file source takes "
+            f"{shown(back.least)}, before {shown(back.greatest_before)}, the greatest of its earlier micro-batches; "
+            "their events can be late by the CTIs already committed (dropped or adjusted by the policy). A file "
+            "source takes "
             "the files of one modification time in directory order: write one file per trigger with increasing "
             "modification times and names, or read from Kafka (docs/streaming.md, 'Why events of a stream are late')")
 
@@ -206,7 +211,10 @@ class _Query:
             committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
         state = committed.state
         for name, back in sorted(outcome.arrival_went_back.items()):
-            warnings.warn(went_back_message(self.name, name, batch, back), ArrivalOrderWarning, stacklevel=2)
+            b = self.plan.bindings[name]
+            timestamps = b.arrival is not None and isinstance(b.source.schema[b.arrival].dataType, ST.TimestampType)
+            warnings.warn(went_back_message(self.name, name, batch, back, timestamps), ArrivalOrderWarning,
+                          stacklevel=2)
         return Progress(
             batch=batch, input_rows=dict(outcome.input_rows), released=count,
             input_ctis={name: None if i.cti is None else from_micros(i.cti) for name, i in state.inputs.items()},

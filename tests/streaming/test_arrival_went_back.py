@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 import streamql as sq
 from streamql.errors import ArrivalOrderWarning
 from streamql.payload import schema_of
-from streamql.running import MICRO_BATCH, ArrivalWentBack, _progress_json, _progress_of
+from streamql.running import MICRO_BATCH, ArrivalWentBack, _progress_json, _progress_of, went_back_message
 from streamql.spark.ingress.late import late_records
 from streamql.spark.streaming.state import InputState, RunState
 from streamql.spark.streaming.step import Plan, _arrival_went_back, empty_carried, step
@@ -125,6 +125,9 @@ def test_the_greatest_arrival_goes_on_in_the_state_and_equal_values_do_not_go_ba
     old = RunState(inputs={"readings": InputState()}).to_json().replace(', "arrival_max": null', "")
     assert "arrival_max" not in old
     assert RunState.from_json(old).inputs["readings"].arrival_max is None
+    # the warning shows the values of a timestamp arrival column as times
+    assert "from 2026-01-01T00:00:00+00:00, before 2026-01-01T00:01:00+00:00," in went_back_message(
+        "q", "readings", 1, ArrivalWentBack(1_767_225_600_000_000, 1_767_225_660_000_000), timestamps=True)
     # a progress record as a Spark Connect server writes it for the client, and one written before
     record = sq.Progress(batch=1, input_rows={"readings": 3}, released=0, input_ctis={"readings": None},
                          output_cti=None, dropped=3, adjusted=0, bad_rows=0, state_rows=0, started=0.0, seconds=1.0,

@@ -26,6 +26,11 @@ class BadInputError(StreamqlError):
     and the binding was made with ``bad_rows="error"``."""
 
 
+class ArrivalOrderWarning(UserWarning):
+    """A running query's input received rows whose arrival values are before those of an earlier
+    micro-batch: their events can be late by the CTIs already committed (docs/streaming.md)."""
+
+
 @contextmanager
 def errors_naming(names: Sequence[str]) -> Iterator[None]:
     """An error raised inside names the queries of ``run_many`` (``write_many``, ``start_many``) it

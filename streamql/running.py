@@ -23,6 +23,7 @@ import re
 import threading
 import time
 import uuid
+import warnings
 from typing import Any, Generic, Mapping, TypeVar, cast
 
 import attrs
@@ -33,12 +34,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.streaming.query import StreamingQuery
 
-from streamql.errors import BindingError, errors_naming
+from streamql.errors import ArrivalOrderWarning, BindingError, errors_naming
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
 from streamql.spark.streaming.state import Carried, InputState, StateStore, observed_metrics
-from streamql.spark.streaming.step import Plan, Step, empty_carried, scan_new_rows, step
+from streamql.spark.streaming.step import ArrivalWentBack, Plan, Step, empty_carried, scan_new_rows, step
 from streamql.spark.ingress.late import late_frame, written_columns
 from streamql.spark.ingress.binding import Binding
 from streamql.spark.ingress.scan import Ingress
@@ -75,6 +76,11 @@ class Progress:
     seconds: float  # how long the step took
     query: str = ""  # the query's name: its key in start_many, the running query's name for start
     jobs: int | None = 0  # the Spark jobs the step ran (its scan's included); None on Spark Connect
+    #: the inputs whose arrival went back in this micro-batch: rows arrived with arrival values
+    #: before the greatest of the input's earlier micro-batches (``ArrivalWentBack``: the least of
+    #: this micro-batch, the greatest before), so their events can be late by the CTIs already
+    #: committed (docs/streaming.md, "Why events of a stream are late")
+    arrival_went_back: Mapping[str, ArrivalWentBack] = attrs.field(factory=dict)
 
 
 def _progress_json(p: Progress) -> str:
@@ -90,7 +96,22 @@ def _progress_of(text: str) -> Progress:
     fields = json.loads(text)
     fields["input_ctis"] = {k: None if v is None else from_micros(v) for k, v in fields["input_ctis"].items()}
     fields["output_cti"] = None if fields["output_cti"] is None else from_micros(fields["output_cti"])
+    fields["arrival_went_back"] = {k: ArrivalWentBack(**v) for k, v in fields.get("arrival_went_back", {}).items()}
     return Progress(**fields)
+
+
+def went_back_message(query: str, name: str, batch: int, back: ArrivalWentBack, timestamps: bool = False) -> str:
+    """The warning of a micro-batch in which input ``name``'s arrival went back (``timestamps``: its
+    arrival column holds timestamps, shown as such)."""
+    def shown(value: int) -> str:
+        return from_micros(value).isoformat() if timestamps else str(value)
+
+    return (f"query {query!r}, micro-batch {batch}: input {name!r} received rows with arrival values from "
+            f"{shown(back.least)}, before {shown(back.greatest_before)}, the greatest of its earlier micro-batches; "
+            "their events can be late by the CTIs already committed (dropped or adjusted by the policy). A file "
+            "source takes "
+            "the files of one modification time in directory order: write one file per trigger with increasing "
+            "modification times and names, or read from Kafka (docs/streaming.md, 'Why events of a stream are late')")
 
 
 _NUMBERS = itertools.count(1)
@@ -189,12 +210,18 @@ class _Query:
         with counting_jobs(self.spark, f"streamql: {self.name}, micro-batch {batch}") as jobs:
             committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
         state = committed.state
+        for name, back in sorted(outcome.arrival_went_back.items()):
+            b = self.plan.bindings[name]
+            timestamps = b.arrival is not None and isinstance(b.source.schema[b.arrival].dataType, ST.TimestampType)
+            warnings.warn(went_back_message(self.name, name, batch, back, timestamps), ArrivalOrderWarning,
+                          stacklevel=2)
         return Progress(
             batch=batch, input_rows=dict(outcome.input_rows), released=count,
             input_ctis={name: None if i.cti is None else from_micros(i.cti) for name, i in state.inputs.items()},
             output_cti=None if state.out_cti is None else from_micros(state.out_cti),
             dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=rows,
-            started=began, seconds=time.time() - began, query=self.name, jobs=jobs.jobs)
+            started=began, seconds=time.time() - began, query=self.name, jobs=jobs.jobs,
+            arrival_went_back=dict(outcome.arrival_went_back))
 
     def _step(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool, session: SparkSession,
               scanned: Mapping[str, Ingress] | None) -> tuple[Carried, int, Step, int]:
@@ -673,4 +700,4 @@ def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapp
     return RunningQuery(running_name, queries, runner, _launched(runner, chosen, checkpoint, running_name, None))
 
 
-__all__ = ["MICRO_BATCH", "Progress", "RunningQuery", "feed_columns", "sink_columns", "start", "start_many"]
+__all__ = ["ArrivalWentBack", "MICRO_BATCH", "Progress", "RunningQuery", "feed_columns", "sink_columns", "start", "start_many"]

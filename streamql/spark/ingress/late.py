@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+import attrs
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -32,6 +33,51 @@ _TIMES = [L_START, L_END, L_CTI, L_NEW_START, L_NEW_END]
 COLUMNS = ["input", "arrival", "action", "kind", "start", "end", "cti", "new_start", "new_end", "payload", "reason"]
 
 DROPPED, ADJUSTED, BAD_ROW = "dropped", "adjusted", "bad_row"
+
+
+def went_back_reason(batch: int | Column, before: int | Column) -> Column:
+    """The reason of a late record whose item arrived in micro-batch ``batch`` with an arrival value
+    before ``before``, the greatest arrival value of its input's earlier micro-batches
+    (docs/streaming.md, "Why events of a stream are late")."""
+    def text(value: int | Column) -> Column:
+        return F.lit(str(value)) if isinstance(value, int) else value.cast("string")
+
+    return F.concat(F.lit("arrived in micro-batch "), text(batch), F.lit(" after arrival value "), text(before),
+                    F.lit(" of an earlier micro-batch: the input's arrival went back across micro-batches (a file "
+                          "source takes files by modification time, so a file with earlier arrival values can "
+                          "come after a later one; see docs/streaming.md)"))
+
+
+@attrs.frozen
+class WentBack:
+    """A streaming input whose micro-batch ``batch`` holds rows with arrival values before
+    ``before``, the greatest arrival value of its earlier micro-batches: such a row's record says
+    so in its ``reason`` (``went_back_reason``)."""
+
+    batch: int
+    before: int
+
+
+def with_went_back(records: DataFrame, went_back: WentBack) -> DataFrame:
+    """The records of a point or interval input's micro-batch (``decided_rows``, ``bad_rows``)
+    with ``went_back``'s reason on those the policy dropped or moved whose arrival value is before
+    ``went_back.before`` (a bad row keeps its own reason)."""
+    cause = (F.col(L_ACTION) != F.lit(BAD_ROW)) & (F.col(L_ARRIVAL) < F.lit(went_back.before))
+    return records.withColumn(L_REASON, F.when(cause, went_back_reason(went_back.batch, went_back.before))
+                              .otherwise(F.col(L_REASON)))
+
+
+@attrs.frozen
+class EdgeCauses:
+    """Where a streaming step's matched edge rows say whether an edge's arrival went back:
+    ``batch_column`` holds the micro-batch a row arrived in, ``before_column`` the greatest arrival
+    value of the earlier micro-batches where the row's arrival value is before it (else null; set
+    when the row arrives, carried with a start edge that stays open). ``now``: this micro-batch's
+    (an end edge that decides its event arrived in it)."""
+
+    batch_column: str
+    before_column: str
+    now: WentBack | None
 
 
 def arrival_of(prepared: DataFrame, has_arrival: bool, unit_rows: Sequence[tuple[int, int]],
@@ -96,13 +142,17 @@ def decided_rows(events: DataFrame, arrival: Column, payload: Sequence[str]) -> 
 
 
 def edge_rows(decided: DataFrame, payload: Sequence[str], new: Column | None = None,
-              count_open: bool = True) -> DataFrame:
+              count_open: bool = True, causes: EdgeCauses | None = None) -> DataFrame:
     """The records of an EDGE input, from the matching's decided rows
     (``streamql.spark.ingress.edge_matching.decide``, each row with its arrival in ``_sq_l_arrival``): a
     dropped start edge, an end edge DROP ignored, an end edge with nothing to close (a bad row),
     and one record per moved or emptied event — its end edge's if ADJUST moved the end or the event
     came out empty, else its start edge's. As the matching counts them: ``new`` (a streaming step:
-    which rows are the micro-batch's) and ``count_open`` (an open event is recorded only once final)."""
+    which rows are the micro-batch's) and ``count_open`` (an open event is recorded only once final).
+    ``causes``: a record whose edge arrived with an arrival value before the greatest of the earlier
+    micro-batches gives that as its reason (``went_back_reason``): an end edge's record if it
+    arrived in this micro-batch (its micro-batch is the first of the matching's ``order`` columns,
+    ``_sq_end_edge.order0``) and ``causes.now`` says so, another record from its row's columns."""
     end_action = F.col("_sq_end_edge.action")
     end_moved = F.coalesce(end_action == scan.ADJUST_END, F.lit(False))
     opens, emptied = F.col("_sq_opens"), F.col("_sq_emptied")
@@ -116,6 +166,16 @@ def edge_rows(decided: DataFrame, payload: Sequence[str], new: Column | None = N
     start_cti = F.col(MOVED_TO)
     end_cti = F.when(end_moved, F.col("_sq_end_edge.moved_to")).otherwise(start_cti)
     late_edge = F.col("_sq_dropped_start") | F.col("_sq_ignored_end")
+    reason = F.when(F.col("_sq_bad_end"), F.concat(
+        F.lit("end edge at "), F.col(END).cast("string"), F.lit(" has no open start edge at "),
+        F.col(START).cast("string"), F.lit(" with its payload")))
+    if causes is not None:
+        if causes.now is not None:
+            now = causes.now
+            reason = reason.when(by_end & (F.col("_sq_end_edge.order0") == F.lit(now.batch))
+                                 & (end_edge_arrival < F.lit(now.before)), went_back_reason(now.batch, now.before))
+        before = F.col(causes.before_column)
+        reason = reason.when(~by_end & before.isNotNull(), went_back_reason(F.col(causes.batch_column), before))
     return decided.filter(is_record).select(*_record(
         F.when(by_end, end_edge_arrival).otherwise(arrival),
         F.when(F.col("_sq_bad_end"), F.lit(BAD_ROW)).when(late_edge | (by_end & emptied), F.lit(DROPPED))
@@ -128,9 +188,7 @@ def edge_rows(decided: DataFrame, payload: Sequence[str], new: Column | None = N
         F.when(by_end & ~emptied, F.col("_sq_final_start")).when(by_start, F.col(MOVED_TO)),
         F.when(by_end & ~emptied, F.col("_sq_final_end")),
         payload,
-        F.when(F.col("_sq_bad_end"), F.concat(
-            F.lit("end edge at "), F.col(END).cast("string"), F.lit(" has no open start edge at "),
-            F.col(START).cast("string"), F.lit(" with its payload"))),
+        reason,
     ))
 
 
@@ -207,5 +265,5 @@ def late_records(name: str, schema: PayloadSchema, frame: DataFrame) -> list[Lat
     return sorted(records, key=late_order)
 
 
-__all__ = ["COLUMNS", "arrival_of", "bad_rows", "decided_rows", "edge_rows", "late_frame", "late_records",
-           "written_columns"]
+__all__ = ["COLUMNS", "EdgeCauses", "WentBack", "arrival_of", "bad_rows", "decided_rows", "edge_rows", "late_frame",
+           "late_records", "went_back_reason", "with_went_back", "written_columns"]

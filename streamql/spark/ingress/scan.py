@@ -49,6 +49,7 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("arrival_last", T.LongType()), T.StructField("arrival_count", T.LongType()),
     T.StructField("arrival_sketch", T.ArrayType(T.LongType())),
     T.StructField("start_count", T.LongType()), T.StructField("start_sketch", T.ArrayType(T.LongType())),
+    T.StructField("arrival_least", T.LongType()), T.StructField("arrival_greatest", T.LongType()),
 ])
 
 #: the summary row's fields that ``scan.Summary`` holds (the row also carries the arrival facts)
@@ -74,6 +75,7 @@ _SUMMARY_ARROW = pa.schema([
     ("arrival_increasing", pa.bool_()), ("arrival_first", pa.int64()), ("arrival_last", pa.int64()),
     ("arrival_count", pa.int64()), ("arrival_sketch", pa.list_(pa.int64())),
     ("start_count", pa.int64()), ("start_sketch", pa.list_(pa.int64())),
+    ("arrival_least", pa.int64()), ("arrival_greatest", pa.int64()),
 ])
 
 _SIMULATION_ARROW = pa.schema([
@@ -127,13 +129,16 @@ def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
     """Whether a unit's arrival values increase strictly in partition order (no null), and its
     first and last: what proves partition order to be arrival order; and a sketch of its arrival
     values (``base.sketches.sketch``, nulls left out), from which the arrival numbering takes its ranges
-    where that proof fails."""
+    where that proof fails; and its least and greatest arrival values (a streaming run says when an
+    input's arrival went back across micro-batches: ``Ingress.arrival_range``)."""
     if arrivals is None:
         return {"arrival_increasing": None, "arrival_first": None, "arrival_last": None,
-                "arrival_count": None, "arrival_sketch": None}
+                "arrival_count": None, "arrival_sketch": None, "arrival_least": None, "arrival_greatest": None}
     null = arrivals.is_null().to_numpy(zero_copy_only=False).astype(bool)
     present = arrivals.fill_null(0).to_numpy().astype(np.int64)[~null]
-    sketched = {"arrival_count": len(present), "arrival_sketch": sketch(present)}
+    sketched = {"arrival_count": len(present), "arrival_sketch": sketch(present),
+                "arrival_least": int(present.min()) if len(present) else None,
+                "arrival_greatest": int(present.max()) if len(present) else None}
     if null.any():
         return {"arrival_increasing": False, "arrival_first": None, "arrival_last": None, **sketched}
     return {"arrival_increasing": bool(np.all(present[1:] > present[:-1])),
@@ -257,6 +262,9 @@ class Ingress:
     #: sketches of the events' starts per scan unit (before late events are dropped or moved: a
     #: superset balances ranges as well)
     starts: Sketches | None = None
+    #: the least and the greatest arrival value of the rows (an input with an arrival column whose
+    #: summary pass ran in partition order, and had rows), from the scan's summary: no job of its own
+    arrival_range: tuple[int, int] | None = None
 
 
 @attrs.frozen(eq=False)
@@ -327,7 +335,7 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
         cti_steps=_cti_steps(s, walk.states) if wanted.cti_steps else None, persisted=persisted,
         state=attrs.evolve(walk.state, cti=ctis.final), rows=s.rows,
         late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late),
-        reached=ctis.reached, starts=s.start_sketches,
+        reached=ctis.reached, starts=s.start_sketches, arrival_range=s.arrival_range,
     )
 
 
@@ -343,6 +351,8 @@ class _Summarized:
     summaries: list[dict[str, Any]]
     settings: scan.ScanSettings
     imports_ctis: bool  # the imported CTIs are rows of this scan
+    #: the least and greatest arrival values of the input's rows (``Ingress.arrival_range``)
+    arrival_range: tuple[int, int] | None = None
 
     @property
     def bad_rows(self) -> int:
@@ -389,7 +399,9 @@ def _summarize(b: Binding, cti_rows: DataFrame | None) -> _Summarized:
         sketches = [(u["arrival_count"], u["arrival_sketch"]) for u in stored.summaries]
     with phase("arrival order"):
         prepared = prepare(b, cti_rows, arrival_sketches=sketches)
-    return _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False)
+    ordered = _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False)
+    # the arrival values' range is the first pass's (the second one reads no arrival values)
+    return ordered if sketches is None else attrs.evolve(ordered, arrival_range=stored.arrival_range)
 
 
 def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, imports_ctis: bool,
@@ -401,7 +413,15 @@ def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, im
         summaries = sorted((row.asDict() for row in
                             compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
                            key=lambda r: r["unit"])
-    return _Summarized(b, prepared, summaries, settings, imports_ctis)
+    return _Summarized(b, prepared, summaries, settings, imports_ctis,
+                       _arrival_range(summaries) if with_arrival else None)
+
+
+def _arrival_range(summaries: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """The least and greatest arrival values of the units (``_arrival_facts``), None without any."""
+    least = [u["arrival_least"] for u in summaries if u["arrival_least"] is not None]
+    greatest = [u["arrival_greatest"] for u in summaries if u["arrival_greatest"] is not None]
+    return (min(least), max(greatest)) if least else None
 
 
 def _check_bad_rows(s: _Summarized) -> None:

@@ -40,6 +40,10 @@ class InputState:
     fed: bool = False
     #: the input's rows in the micro-batches so far (its late records number rows from it)
     rows: int = 0
+    #: the greatest arrival value of its rows in the micro-batches so far (an input with an arrival
+    #: column; None before any, and in a checkpoint written before it was kept): a later
+    #: micro-batch's rows before it arrived out of order (``step.ArrivalWentBack``)
+    arrival_max: int | None = None
 
     @property
     def cti(self) -> int | None:

@@ -33,11 +33,11 @@ from streamql.events import Shape
 from streamql.query.esper import LengthBatch
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.windows import HoppingWindow, WindowAggregate
-from streamql.spark.base.columns import CLOSED, END, HEAD, SEQ, START
+from streamql.spark.base.columns import CLOSED, END, HEAD, LATE_ARRIVAL, SEQ, START
 from streamql.spark.ingress.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress.binding import Binding
 from streamql.spark.ingress.scan import Ingress
-from streamql.spark.ingress.late import edge_rows
+from streamql.spark.ingress.late import EdgeCauses, WentBack, edge_rows, with_went_back
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
 from streamql.spark.operators.release import release
 from streamql.spark.windows.esper import batch_offsets
@@ -53,6 +53,10 @@ from streamql.time import INFINITY_MICROS
 
 #: the micro-batch a carried edge row arrived in (arrival order is (batch, seq))
 BATCH = "_sq_batch"
+#: of an edge row whose arrival went back: the greatest arrival value of the micro-batches before
+#: the one it arrived in (``ArrivalWentBack``), else null; carried with an open start edge, whose
+#: late record may be made in a later micro-batch
+WENT_BACK = "_sq_went_back"
 
 
 
@@ -79,6 +83,19 @@ class Plan:
         inputs = ", ".join(f"{n}: {read[n].schema.name}/{read[n].shape.name}" for n in sorted(read))
         return f"{inputs} -> {self.query.schema.name}({', '.join(self.payload)}) as " + \
             "+".join(s.name for s in self.shapes)
+
+
+@attrs.frozen
+class ArrivalWentBack:
+    """An input whose arrival went back across micro-batches: its rows of this micro-batch include
+    arrival values before the greatest of its earlier micro-batches. ``least``: the least arrival
+    value of this micro-batch's rows; ``greatest_before``: the greatest of the earlier
+    micro-batches' (both as ``sq.Late.arrival`` shows them: microseconds for a timestamp column).
+    Events among those rows can be late by the CTIs the earlier micro-batches committed (a file
+    source takes files by modification time: docs/streaming.md, "Why events of a stream are late")."""
+
+    least: int
+    greatest_before: int
 
 
 #: the aggregates of a step's output that its carried state needs: the least start of an output
@@ -116,6 +133,8 @@ class Step:
     #: per input the query reads, the late records of this step (``streamql.spark.ingress.late``): of the
     #: micro-batch's rows, and of the edge events the step decides
     late: Mapping[str, DataFrame] = attrs.field(eq=False, factory=dict)
+    #: the inputs whose arrival went back in this micro-batch (from the scan's summary: no job)
+    arrival_went_back: Mapping[str, ArrivalWentBack] = attrs.field(factory=dict)
 
     def observed(self) -> Observed:
         """The releases, each observed as it is written: write every one of them (the first
@@ -174,14 +193,17 @@ def empty_carried(plan: Plan) -> Carried:
 
 
 def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], batch: int,
-                 cti: int | None, final: bool) -> MatchedEdges:
+                 cti: int | None, final: bool, went_back: ArrivalWentBack | None = None) -> MatchedEdges:
     """``streamql.spark.ingress.edge_matching`` across micro-batches: the carried start edges arrived before
     the new rows, and ``cti`` is the input's CTI after the micro-batch. An event is counted
     (dropped, moved) in the step that decides it: when its end edge comes, or in the run's final
     step (``final``) if it is still open then — not when the CTI reaches INFINITY: an end edge may
     still come after that, and under ADJUST its record replaces the start edge's; an end edge that
-    DROP ignores counts in the micro-batch it arrives in."""
-    rows = new.withColumn(BATCH, F.lit(batch).cast("long"))
+    DROP ignores counts in the micro-batch it arrives in. ``went_back``: the input's arrival went
+    back in this micro-batch (its rows before the greatest earlier arrival get ``WENT_BACK``)."""
+    before = F.lit(None) if went_back is None else F.when(
+        F.col(LATE_ARRIVAL) < F.lit(went_back.greatest_before), F.lit(went_back.greatest_before))
+    rows = new.withColumn(BATCH, F.lit(batch).cast("long")).withColumn(WENT_BACK, before.cast("long"))
     if carried is not None:
         # (a state written before late records were kept has no arrival column: null there)
         rows = carried.unionByName(rows, allowMissingColumns=True)
@@ -258,22 +280,25 @@ class _Decided:
 
 
 def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carried, batch: int,
-             final: bool) -> _Decided:
+             final: bool, went_back: ArrivalWentBack | None) -> _Decided:
     """Input ``name``'s new rows as ``ingress`` scanned them; an EDGE input's matched with the start
     edges it carried (``_match_edges``), which fails on an end edge without a start edge unless the
-    input drops bad rows."""
+    input drops bad rows. ``went_back``: the input's arrival went back in this micro-batch, which
+    the late records of its rows arriving before the earlier micro-batches' greatest tell."""
     assert ingress.late is not None
+    cause = None if went_back is None else WentBack(batch, went_back.greatest_before)
     if node.shape is not Shape.EDGE:
-        return _Decided(ingress.events, ingress.late, ingress.dropped, ingress.adjusted, ingress.bad_rows)
+        late = ingress.late if cause is None else with_went_back(ingress.late, cause)
+        return _Decided(ingress.events, late, ingress.dropped, ingress.adjusted, ingress.bad_rows)
     payload = [f.name for f in node.schema.fields]
     cti = ingress.final_cti
-    matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti, final)
+    matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti, final, went_back)
     if matched.unmatched and plan.bindings[name].bad_rows == "error":
         raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
                             "has no open start edge with its start and payload; bind with bad_rows='drop' "
                             "to drop and count such rows")
     late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,
-                                              count_open=final))
+                                              count_open=final, causes=EdgeCauses(BATCH, WENT_BACK, cause)))
     return _Decided(matched.decided, late, matched.dropped, matched.adjusted, ingress.bad_rows + matched.unmatched,
                     matched.still_open, matched.pending, (matched.persisted,))
 
@@ -290,6 +315,7 @@ class _InputStep:
     flow: Flow = attrs.field(eq=False)
     state: InputState
     rows: int
+    went_back: ArrivalWentBack | None = None
 
     @property
     def persisted(self) -> list[DataFrame]:
@@ -302,7 +328,8 @@ def _input_step(plan: Plan, name: str, node: Input, ingress: Ingress, carried: C
     """Input ``name`` in the step of micro-batch ``batch``: its new rows decided (``_decided``)
     after the events it carried, with its CTIs after the micro-batch."""
     before = carried.state.inputs[name]
-    decided = _decided(plan, name, node, ingress, carried, batch, final)
+    went_back, arrival_max = _arrival_went_back(before.arrival_max, ingress.arrival_range)
+    decided = _decided(plan, name, node, ingress, carried, batch, final, went_back)
     cti = ingress.final_cti
     accepted = decided.events
     kept = carried.events.get(name)
@@ -316,8 +343,23 @@ def _input_step(plan: Plan, name: str, node: Input, ingress: Ingress, carried: C
     finite = max((c for c in (before.finite_cti, ingress.finite_cti) if c is not None), default=None)
     reached = before.reached if before.reached is not None else ingress.reached
     state = attrs.evolve(before, scan=ingress.state, finite_cti=finite, reached=reached,
-                         fed=before.fed or name in plan.static, rows=before.rows + ingress.rows)
-    return _InputStep(decided, accepted, input_flow(events, cti, finite, reached), state, ingress.rows)
+                         fed=before.fed or name in plan.static, rows=before.rows + ingress.rows,
+                         arrival_max=arrival_max)
+    return _InputStep(decided, accepted, input_flow(events, cti, finite, reached), state, ingress.rows, went_back)
+
+
+def _arrival_went_back(greatest_before: int | None, arrival_range: tuple[int, int] | None
+                       ) -> tuple[ArrivalWentBack | None, int | None]:
+    """Whether an input's micro-batch whose rows' arrival values span ``arrival_range`` went back
+    before ``greatest_before`` (the greatest of its earlier micro-batches), and the greatest
+    arrival value after it. Equal arrival values do not go back."""
+    if arrival_range is None:
+        return None, greatest_before
+    least, greatest = arrival_range
+    if greatest_before is None:
+        return None, greatest
+    went_back = ArrivalWentBack(least, greatest_before) if least < greatest_before else None
+    return went_back, max(greatest, greatest_before)
 
 
 def _pending(inputs: Mapping[str, _InputStep]) -> dict[str, DataFrame]:
@@ -345,7 +387,8 @@ def _outcome(inputs: Mapping[str, _InputStep], released_now: Mapping[Shape, Data
     """The ``Step`` that releases ``released_now`` (``releasing`` of ``candidates``), with the
     inputs' rows and late records."""
     return Step(released_now, {name: i.rows for name, i in inputs.items()}, persisted, out_cti, candidates, releasing,
-                make_carried, {name: i.decided.late for name, i in inputs.items()})
+                make_carried, {name: i.decided.late for name, i in inputs.items()},
+                {name: i.went_back for name, i in inputs.items() if i.went_back is not None})
 
 
 # --- a step of the compiled plan ------------------------------------------------------------------
@@ -490,4 +533,4 @@ def _carried_after_window(least: Least, counts: Mapping[Shape, int], *, plan: Pl
     return Carried(state, {}, _pending(inputs), {}, {PARTIALS: partials})
 
 
-__all__ = ["BATCH", "Plan", "Step", "empty_carried", "scan_new_rows", "step"]
+__all__ = ["ArrivalWentBack", "BATCH", "Plan", "Step", "empty_carried", "scan_new_rows", "step"]

@@ -160,7 +160,7 @@ class _Query:
 
     def previous(self, batch: int, session: SparkSession) -> Carried:
         latest = self.store.latest(before=batch)
-        return empty_carried(self.plan) if latest is None else self.store.load(latest, session)
+        return empty_carried(self.plan) if latest is None else self.store.carried(latest, session)
 
     def check_checkpoint(self) -> None:
         """Refuses a checkpoint that belongs to another query or to one stopped with flush."""

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.streaming.query import StreamingQuery
 
-from streamql.errors import BindingError, errors_naming
+from streamql.errors import BindingError, StreamqlError, errors_naming
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
@@ -187,7 +187,18 @@ class _Query:
         then commits its state. ``scanned``: the new rows scanned already, for several queries."""
         began = time.time()
         with counting_jobs(self.spark, f"streamql: {self.name}, micro-batch {batch}") as jobs:
-            committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
+            try:
+                committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
+            except StreamqlError:
+                raise
+            except Exception:
+                if not self.store.in_memory(carried):
+                    raise
+                # the state in memory is gone (an executor lost with its blocks): the step again from
+                # the committed files, as after a crash (what it published already stays as it is)
+                self.store.forget()
+                carried = self.store.load(carried.state.batch, session)
+                committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
         state = committed.state
         return Progress(
             batch=batch, input_rows=dict(outcome.input_rows), released=count,

@@ -143,3 +143,32 @@ def test_a_restarted_query_reads_the_committed_state_from_its_files(spark: Spark
     unflushed = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=4))
     released = sink_matches_batch(spark, tmp_path, everything, unflushed)
     assert sum(p.released for p in [*first.progress, *second.progress]) == released > 0
+
+
+@pytest.mark.slow
+def test_a_step_whose_state_in_memory_is_lost_runs_again_from_the_files(spark: SparkSession, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamql.running import _Query
+
+    everything = rows(0, 30)
+    files(tmp_path / "in", [everything[0:10], everything[10:20], everything[20:30]])
+    original = _Query._step
+    failed: list[int] = []
+
+    def step(self: _Query, carried: Carried, new: Any, batch: int, *args: Any) -> Any:
+        if self.store.in_memory(carried) and not failed:  # as a job fails on a lost executor's blocks
+            failed.append(batch)
+            raise RuntimeError("Checkpoint block rdd_1_0 not found")
+        return original(self, carried, new, batch, *args)
+
+    monkeypatch.setattr(_Query, "_step", step)
+    with loads_counted(monkeypatch) as loaded:
+        running = start(spark, tmp_path)
+        running.process_all_available()
+        running.stop(flush=False)
+    assert running.exception() is None
+    assert failed == [1] and loaded == [0]  # micro-batch 1 ran again from micro-batch 0's files
+    assert [p.batch for p in running.progress] == [0, 1, 2]
+    unflushed = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=4))
+    released = sink_matches_batch(spark, tmp_path, everything, unflushed)
+    assert sum(p.released for p in running.progress) == released > 0

@@ -190,6 +190,15 @@ class StateStore:
                 return kept
         return self.load(batch, session)
 
+    def in_memory(self, carried: Carried) -> bool:
+        """Whether ``carried`` is the state this store keeps in memory (``carried``)."""
+        return self._memory is not None and self._memory[0] is carried
+
+    def forget(self) -> None:
+        """Drops the state kept in memory: the next ``carried`` reads the files (Spark's blocks of
+        a local checkpoint go with an executor that is lost)."""
+        self._memory = None
+
     def load(self, batch: int, session: SparkSession | None = None) -> Carried:
         """The committed state of ``batch`` with its DataFrames, read from its files (through
         ``session``, by default the store's)."""

@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.streaming.query import StreamingQuery
 
-from streamql.errors import ArrivalOrderWarning, BindingError, errors_naming
+from streamql.errors import ArrivalOrderWarning, BindingError, StreamqlError, errors_naming
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
@@ -181,7 +181,7 @@ class _Query:
 
     def previous(self, batch: int, session: SparkSession) -> Carried:
         latest = self.store.latest(before=batch)
-        return empty_carried(self.plan) if latest is None else self.store.load(latest, session)
+        return empty_carried(self.plan) if latest is None else self.store.carried(latest, session)
 
     def check_checkpoint(self) -> None:
         """Refuses a checkpoint that belongs to another query or to one stopped with flush."""
@@ -208,7 +208,18 @@ class _Query:
         then commits its state. ``scanned``: the new rows scanned already, for several queries."""
         began = time.time()
         with counting_jobs(self.spark, f"streamql: {self.name}, micro-batch {batch}") as jobs:
-            committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
+            try:
+                committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
+            except StreamqlError:
+                raise
+            except Exception:
+                if not self.store.in_memory(carried):
+                    raise
+                # the state in memory is gone (an executor lost with its blocks): the step again from
+                # the committed files, as after a crash (what it published already stays as it is)
+                self.store.forget()
+                carried = self.store.load(carried.state.batch, session)
+                committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
         state = committed.state
         for name, back in sorted(outcome.arrival_went_back.items()):
             b = self.plan.bindings[name]

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamql.spark.ingress import arrival_scan as scan
-from streamql.spark.runtime.connect import AnySession
+from streamql.spark.runtime.connect import AnySession, parallelism
 from streamql.spark.runtime.files import Files
 from streamql.spark.streaming.retention import Floor
 
@@ -154,6 +154,14 @@ class StateStore:
         self._spark = spark
         self.root = root.rstrip("/")
         self.files = Files(spark)
+        #: the state this store committed last in this process, its frames in memory (``commit``),
+        #: and the mark of that write in its ``meta.json``
+        self._memory: tuple[Carried, str] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # on Spark Connect, foreachBatch sends the runner (and its stores) to the server, where the
+        # steps commit their own states: the client's frames stay with the client
+        return {**self.__dict__, "_memory": None}
 
     def _state_dir(self, batch: int) -> str:
         return f"{self.root}/state-{batch:012d}"
@@ -175,61 +183,117 @@ class StateStore:
         """The committed state of ``batch`` without its DataFrames."""
         return RunState.from_json(json.dumps(self._meta(batch)["state"]))
 
+    def carried(self, batch: int, session: SparkSession | None = None) -> Carried:
+        """The committed state of ``batch``: the frames that this store's ``commit`` of it keeps in
+        memory, else (another process or run committed it, or this commit found it committed
+        already) the files, as ``load`` reads them."""
+        if self._memory is not None:
+            kept, written = self._memory
+            # the directory holds what this store renamed into place (no other writer replaced it)
+            if kept.state.batch == batch and self._meta(batch).get("written") == written:
+                return kept
+        return self.load(batch, session)
+
+    def in_memory(self, carried: Carried) -> bool:
+        """Whether ``carried`` is the state this store keeps in memory (``carried``)."""
+        return self._memory is not None and self._memory[0] is carried
+
+    def forget(self) -> None:
+        """Drops the state kept in memory: the next ``carried`` reads the files (Spark's blocks of
+        a local checkpoint go with an executor that is lost)."""
+        self._memory = None
+
     def load(self, batch: int, session: SparkSession | None = None) -> Carried:
-        """The committed state of ``batch`` with its DataFrames (read through ``session``, by
-        default the store's)."""
+        """The committed state of ``batch`` with its DataFrames, read from its files (through
+        ``session``, by default the store's)."""
         directory = self._state_dir(batch)
         meta = self._meta(batch)
         state = RunState.from_json(json.dumps(meta["state"]))
         reader = (session or self._spark).read
-        frames: dict[str, dict[str, DataFrame]] = {"events": {}, "pending": {}, "released": {}, "partials": {}}
         together = reader.schema(T.StructType.fromJson(meta["schema"])).parquet(f"{directory}/frames") \
             if meta["frames"] else None
-        for number, key in enumerate(meta["frames"]):
-            kind, name = key.split("/", 1)
-            assert together is not None
-            frames[kind][name] = together.filter(F.col(_FRAME) == number).select(f"{_FRAME}{number}.*")
-        return Carried(state, frames["events"], frames["pending"], frames["released"], frames["partials"])
+        return _apart(state, meta["frames"], together)
 
     def commit(self, carried: Carried) -> tuple[Carried, int]:
         """Writes ``carried`` as the state after its micro-batch (its frames together, in one job)
-        and returns it read back from the files (so the next step's plan starts from them, not from
-        the whole lineage), with the number of rows it holds."""
+        and returns it as the next step starts from it, with the number of rows it holds.
+
+        The frames are checkpointed locally (``DataFrame.localCheckpoint``, lazily): the job that
+        writes the files materialises them in Spark's block storage too, and the state returned
+        reads those blocks — a leaf of the next step's plan, neither the whole lineage nor the
+        files just written. The store keeps that state (``carried``) until its next commit; it is
+        exactly the committed one: kept only when this call renamed the directory into place. A
+        state that was committed already (a micro-batch that Spark runs again) is read from its
+        files, which are the truth."""
         batch = carried.state.batch
         target = self._state_dir(batch)
-        rows = None if self.files.exists(target) else self._write(carried, target)
+        written = None if self.files.exists(target) else self._write(carried, target)
         # older states are not needed once a later one is whole; the one before stays for a
         # micro-batch that Spark runs again
         for older in self.committed():
             if older < batch - 1:
                 self.files.delete(self._state_dir(older))
+        if written is not None:
+            kept, rows, mark = written
+            self._memory = kept, mark
+            return kept, rows
+        # the previous state's blocks go with their last reference (Spark's ContextCleaner)
+        self._memory = None
         loaded = self.load(batch, carried_session(carried))
-        return loaded, loaded.rows() if rows is None else rows
+        return loaded, self._rows(batch, loaded)
 
-    def _write(self, carried: Carried, target: str) -> int | None:
-        """Writes ``carried`` under a temporary name, renamed ``target`` once whole; the rows it
-        holds, or None if the rename failed (the temporary directory is then deleted)."""
-        temporary = f"{self.root}/_tmp-state-{carried.state.batch:012d}-{uuid.uuid4().hex}"
+    def _rows(self, batch: int, loaded: Carried) -> int:
+        """The rows the committed state of ``batch`` holds: as its ``meta.json`` records them, or
+        counted (one job) in a state written before they were recorded."""
+        rows = self._meta(batch).get("rows")
+        return loaded.rows() if rows is None else int(rows)
+
+    def _write(self, carried: Carried, target: str) -> tuple[Carried, int, str] | None:
+        """Writes ``carried`` under a temporary name, renamed ``target`` once whole; the state as
+        committed (its frames read from their local checkpoint), the rows it holds and the mark of
+        the write (``meta.json``'s ``written``), or None if the rename failed (the temporary
+        directory is then deleted)."""
+        mark = uuid.uuid4().hex
+        temporary = f"{self.root}/_tmp-state-{carried.state.batch:012d}-{mark}"
         frames = carried.frames()
         together = _together(list(frames.values()))
-        meta: dict[str, Any] = {"state": json.loads(carried.state.to_json()), "frames": list(frames)}
+        meta: dict[str, Any] = {"state": json.loads(carried.state.to_json()), "frames": list(frames),
+                                "written": mark}
         rows = 0
         if together is not None:
+            # lazily: the write below computes the frames once, into the files and the blocks. In
+            # as many partitions as the session runs tasks at once: each frame of the next state
+            # reads every partition of this one, and a union adds partitions up (a state read
+            # from its files is packed by size instead)
+            together = together.coalesce(parallelism(together.sparkSession)).localCheckpoint(eager=False)
             counted = Observation()
             together.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(f"{temporary}/frames")
             metrics = observed_metrics(counted)
             rows = 0 if metrics is None else int(metrics["rows"])
             meta["schema"] = json.loads(together.schema.json())
+        meta["rows"] = rows
         self.files.write_text(f"{temporary}/meta.json", json.dumps(meta))
         if not self.files.rename(temporary, target):
             self.files.delete(temporary)
             return None
-        return rows
+        # the state as ``load`` reads it back (its JSON's round trip), over the checkpointed frames
+        return _apart(RunState.from_json(json.dumps(meta["state"])), list(frames), together), rows, mark
 
     def latest(self, before: int | None = None) -> int | None:
         """The last committed micro-batch (before ``before``), or None."""
         batches = [b for b in self.committed() if before is None or b < before]
         return batches[-1] if batches else None
+
+
+def _apart(state: RunState, names: list[str], together: DataFrame | None) -> Carried:
+    """The ``Carried`` whose frames (``names``, as ``Carried.frames`` names them) ``together``
+    holds (``_together``)."""
+    frames: dict[str, dict[str, DataFrame]] = {"events": {}, "pending": {}, "released": {}, "partials": {}}
+    for number, key in enumerate(names):
+        kind, name = key.split("/", 1)
+        assert together is not None
+        frames[kind][name] = together.filter(F.col(_FRAME) == number).select(f"{_FRAME}{number}.*")
+    return Carried(state, frames["events"], frames["pending"], frames["released"], frames["partials"])
 
 
 def _together(frames: list[DataFrame]) -> DataFrame | None:

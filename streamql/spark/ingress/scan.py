@@ -202,20 +202,47 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
 def _table_batches(unit: int, table: scan.ResidueTable) -> Iterator[pa.RecordBatch]:
     """A unit's residue table as simulation records: one row per residue (record 0), then the
     decisions (record 1) with their residue and the time before the entering CTI is taken in."""
-    n, d = len(table.added), len(table.seq)
+    n = len(table.added)
     rows: dict[str, np.ndarray] = {
         "record": np.zeros(n, np.int32), "seq": np.full(n, unit, np.int64), "cti": table.inner,
         "count": table.added, "max_start": table.after_max, "dropped": table.dropped,
         "adjusted": table.adjusted, "residue": np.arange(n, dtype=np.int32), "low": table.low}
+    seq, action, time, residue = _shared_decisions(table, n)
+    d = len(seq)
     decisions: dict[str, np.ndarray] = {
-        "record": np.ones(d, np.int32), "seq": table.seq, "action": table.action.astype(np.int32),
-        "time": table.time, "residue": table.residue.astype(np.int32)}
+        "record": np.ones(d, np.int32), "seq": seq, "action": action, "time": time, "residue": residue}
     for columns, length in ((rows, n), (decisions, d)):
         for first in range(0, length, 65536):
             size = min(length, first + 65536) - first
             yield pa.RecordBatch.from_arrays(
                 [pa.array(columns[name][first:first + size] if name in columns else [None] * size, kind)
                  for name, kind in zip(_SIMULATION_ARROW.names, _SIMULATION_ARROW.types)], schema=_SIMULATION_ARROW)
+
+
+#: the residue of a decision that every residue of a table makes alike (``_shared_decisions``)
+EVERY_RESIDUE = -1
+
+
+def _shared_decisions(table: scan.ResidueTable, residues: int) -> tuple[np.ndarray, ...]:
+    """A table's decisions as (seq, action, time, residue) columns, a decision that all
+    ``residues`` make alike (most: an event far behind the CTI is late whatever the count) once,
+    with residue ``EVERY_RESIDUE``: the rows the walk filters and the events join stay as few as
+    the late events, not ``every_events`` times as many."""
+    seq, action, time = table.seq, table.action.astype(np.int32), table.time
+    residue = table.residue.astype(np.int32)
+    if residues <= 1 or not len(seq):
+        return seq, action, time, residue
+    order = np.lexsort((residue, time, action, seq))
+    seq, action, time, residue = seq[order], action[order], time[order], residue[order]
+    starts = np.flatnonzero(np.concatenate([[True], (seq[1:] != seq[:-1]) | (action[1:] != action[:-1])
+                                            | (time[1:] != time[:-1])]))
+    counts = np.diff(np.concatenate([starts, [len(seq)]]))
+    shared = np.repeat(counts == residues, counts)  # a residue decides a row at most once
+    first = np.zeros(len(seq), bool)
+    first[starts] = True
+    keep = ~shared | first
+    residue = np.where(shared, EVERY_RESIDUE, residue).astype(np.int32)
+    return seq[keep], action[keep], time[keep], residue[keep]
 
 
 def _compact(prepared: DataFrame, b: Binding, imports_ctis: bool, with_seq: bool,
@@ -476,7 +503,7 @@ class _Table:
         after = self.guess(state, settings)
         decisions = (self.simulated
                      .filter((F.col("record") == 1) & (F.shiftright(F.col("seq"), scan.PARTITION_BITS) == self.unit)
-                             & (F.col("residue") == residue))
+                             & F.col("residue").isin(residue, EVERY_RESIDUE))
                      .select("seq", "action", F.greatest(F.col("time"), F.lit(state.cti)).alias("time")))
         return _UnitOutcome(after, dropped, adjusted), decisions
 

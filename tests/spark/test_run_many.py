@@ -239,7 +239,9 @@ def tumbling_counts(q: sq.Stream[P]) -> sq.Stream[Count]:
     return q.tumbling_window(us(10)).select(lambda w: Count(0, w.count(), w.sum(lambda e: e.o)))
 
 
-@pytest.mark.parametrize("format", ["parquet", pytest.param("csv", marks=pytest.mark.slow)])  # the deep tier: both
+# the deep tier (~15 s each): run_many's own test above reads the same scan in the default tier
+@pytest.mark.slow
+@pytest.mark.parametrize("format", ["parquet", "csv"])
 def test_write_many_writes_what_write_writes(spark: SparkSession, shared: sq.Binder, tmp_path: Path,
                                              format: str) -> None:
     queries: dict[str, sq.Stream[Any]] = {

@@ -23,6 +23,7 @@ from streamql.spark.runtime.workers import Failure, Probe
 from support.worker_check import child_env, interpreter_without_streamql, run_job
 
 
+@pytest.mark.slow  # a Spark of its own in a subprocess (~19 s): the deep tier
 def test_workers_that_cannot_import_streamql_get_a_binding_error_before_any_query_job(tmp_path: Path) -> None:
     worker = interpreter_without_streamql(tmp_path)
     out = run_job(["check", "local[1]"], tmp_path, child_env(PYSPARK_PYTHON=str(worker)))

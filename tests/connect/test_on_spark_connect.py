@@ -1,5 +1,6 @@
 """streamql over Spark Connect (docs/spark-connect.md): the Spark property tests of stateless
-operators, windows, joins and late records, running queries (a file-directory stream, and one
+operators, windows and late records (the joins' property tests build their plans with the same
+DataFrame calls and run on classic sessions only: the deep tier's time), running queries (a file-directory stream, and one
 stopped and started again: the tests marked ``connect``), and the Connect-only tests
 (``test_connect_session.py``, with a running query over static inputs and a restart), run in a process of their own whose test session is a Spark Connect
 one (``STREAMQL_SESSION=connect``: ``SparkSession.builder.remote("local[2]")``, a local Spark
@@ -21,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PROPERTY_TESTS = (
     "tests/spark/test_against_reference.py",           # stateless operators, every input shape
     "tests/spark/test_windows_against_reference.py",   # every window kind, grouped and not
-    "tests/spark/test_joins_against_reference.py",     # joins, anti-joins, clip, unions
     "tests/spark/test_late_on_spark.py",               # late records, Binder.late and write(late_path=)
     "tests/connect/test_connect_session.py",           # what only a Connect session shows
     # live (foreachBatch on the server), with a restart

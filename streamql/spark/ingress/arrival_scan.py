@@ -17,6 +17,8 @@ on the time columns only — never on payloads.
 """
 from __future__ import annotations
 
+from typing import Iterator, Protocol
+
 import attrs
 import numpy as np
 import pyarrow as pa
@@ -350,14 +352,22 @@ class _Scanner:
                 self.count += int(eligible.sum())
 
 
-def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
-             state: ScanState, settings: ScanSettings) -> Simulation:
-    """Runs rows in arrival order through the CTI rule and returns the decisions that differ from
-    "accept unchanged". Runs of rows that cannot change anything are taken in bulk (numpy);
-    where interesting rows are dense, rows are taken one by one."""
-    scanner = _Scanner(kinds, starts, ends, seqs, checked_times(kinds, starts, ends), settings,
-                       state.cti, state.count, state.max_start, state.baseline)
-    n, i, window = len(kinds), 0, 4096
+class _Stepping(Protocol):
+    """A scanner that ``_stepped`` drives: ``_Scanner``, ``_ResidueScanner``."""
+
+    def next_stop(self, lo: int, hi: int) -> int: ...
+
+    def skip(self, lo: int, hi: int) -> None: ...
+
+    def step(self, i: int) -> None: ...
+
+
+def _stepped(scanner: _Stepping, n: int, dense_runs: bool) -> Iterator[int]:
+    """Drives ``scanner`` over rows ``[0, n)``: runs of rows that cannot be late are skipped in
+    bulk, in windows that double while nothing stops them; each row that may be late is stepped,
+    and yielded after its step. ``dense_runs``: where such rows come close together, the next 512
+    rows are stepped one by one (cheaper than searching for each)."""
+    i, window = 0, 4096
     while i < n:
         hi = min(n, i + window)
         stop = scanner.next_stop(i, hi)
@@ -365,13 +375,26 @@ def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.n
         if stop == hi:
             i, window = hi, min(window * 2, 1 << 20)
             continue
-        if stop - i < 64:  # interesting rows are close together: one by one is cheaper
+        if dense_runs and stop - i < 64:
             for j in range(stop, min(n, stop + 512)):
                 scanner.step(j)
+                yield j
             i, window = min(n, stop + 512), 4096
             continue
         scanner.step(stop)
+        yield stop
         i, window = stop + 1, max(4096, 2 * (stop - i))
+
+
+def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
+             state: ScanState, settings: ScanSettings) -> Simulation:
+    """Runs rows in arrival order through the CTI rule and returns the decisions that differ from
+    "accept unchanged". Runs of rows that cannot change anything are taken in bulk (numpy);
+    where interesting rows are dense, rows are taken one by one."""
+    scanner = _Scanner(kinds, starts, ends, seqs, checked_times(kinds, starts, ends), settings,
+                       state.cti, state.count, state.max_start, state.baseline)
+    for _ in _stepped(scanner, len(kinds), dense_runs=True):
+        pass
     return Simulation(ScanState(scanner.cti, scanner.count, scanner.max_start, scanner.baseline),
                       scanner.decisions, scanner.changes, scanner.dropped, scanner.adjusted)
 
@@ -546,19 +569,9 @@ def simulate_residues(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, s
                               phase=np.arange(n, dtype=np.int64), inner=np.full(n, NONE, np.int64),
                               max_start=np.full(n, max_start, np.int64), added=zeros.copy(),
                               low=np.full(n, LOWEST, np.int64), dropped=zeros.copy(), adjusted=zeros.copy())
-    rows, i, window, stops = len(kinds), 0, 4096, 0
-    while i < rows:
-        hi = min(rows, i + window)
-        stop = scanner.next_stop(i, hi)
-        scanner.skip(i, stop)
-        if stop == hi:
-            i, window = hi, min(window * 2, 1 << 20)
-            continue
-        scanner.step(stop)
-        stops += 1
+    for stops, _ in enumerate(_stepped(scanner, len(kinds), dense_runs=False), start=1):
         if stops * n > RESIDUE_WORK:
             return None
-        i, window = stop + 1, max(4096, 2 * (stop - i))
     decided = scanner.decided
     return ResidueTable(
         added=scanner.added, inner=scanner.inner, after_max=scanner.max_start, low=scanner.low,

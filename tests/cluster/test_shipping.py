@@ -1,7 +1,10 @@
-"""On a cluster whose executors' Python has pyarrow and pandas but not streamql, the binder's worker
+"""streamql on a Spark cluster (docs/cluster.md: the same script runs on a standalone cluster, YARN
+or Kubernetes), whose executors' Python has pyarrow and pandas but not streamql: the binder's worker
 check ships streamql to the executors itself (``SparkContext.addPyFile`` with a zip of the package)
-and the query runs: ``support/workers_job.py`` on ``local-cluster[2,1,1024]`` (executors in JVMs of
-their own), its workers running an interpreter that cannot import streamql (docs/cluster.md).
+and the query — CTI generation, DROP, late readings in every scan unit, an arrival column over six
+partitions — equals the reference evaluator's run: ``support/workers_job.py`` on
+``local-cluster[2,1,1024]`` (a standalone master with two workers whose executors are separate
+JVMs with their own Python workers), its workers running an interpreter that cannot import streamql.
 
 It runs in a subprocess because a process holds one SparkContext (the session fixture's).
 """
@@ -23,5 +26,6 @@ def test_the_binder_ships_streamql_to_executors_that_lack_it(tmp_path: Path) -> 
     report = out["report"]
     assert out["before"] == "['streamql']", report  # the executors could not import streamql
     assert "error" not in out, report
-    assert out["equal"] == "True" and out["dropped"] == "1", report  # the query ran, as the reference
+    assert out["executors"] == "2", report
+    assert out["equal"] == "True" and int(out["dropped"]) > 1, report  # the query ran, as the reference
     assert out["after"] == "[]", report  # shipped: the workers import it now

@@ -8,17 +8,17 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.frames import bind, frame
-from support.streams import P, advance_settings, build, inputs, pipelines
-from support.depth import examples
+from support.streams import P, advance_settings, build, inputs, pipelines, side_by_side
+from support.depth import spark_examples
 from support.must_release import check_release
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=spark_examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape), label="items")
+    items = data.draw(side_by_side(inputs(shape)), label="items")
     at = data.draw(advance_settings(), label="settings")
     ops = data.draw(pipelines(), label="ops")
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")

@@ -20,10 +20,10 @@ from streamql.spark.operators.explain import plan_lines
 from streamql.time import from_micros
 from support.as_of_cases import CASES, Case, Tick
 from support.frames import bind, frame, imported_after_importer
-from support.depth import examples
+from support.depth import spark_examples
 from support.must_release import check_release
-from support.streams import (SPARK_EXAMPLES, P, build, crowded_inputs, edge_items, inputs, pipelines, side_settings,
-                             us)
+from support.streams import (P, SPARK_EXAMPLES, build, crowded_inputs, edge_items, inputs, pipelines, side_by_side,
+                             side_settings, us)
 
 
 def spark_run(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any],
@@ -88,12 +88,12 @@ def side(draw: st.DrawFn, name: str) -> tuple[sq.Stream[P], sq.Shape, list[Any],
     shape = sq.Shape.EDGE if kind == "edges" else draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]))
     source = sq.input(name, P, shape)
     if kind == "edges":
-        items = draw(edge_items().filter(lambda i: _events(i) >= 3))
+        items = draw(side_by_side(edge_items().filter(lambda i: _events(i) >= 3)))
     elif kind == "crowded":
         # equal starts and few keys: ties of partners and of signals
-        items = draw(crowded_inputs(shape).filter(lambda i: _events(i) >= 3))
+        items = draw(side_by_side(crowded_inputs(shape).filter(lambda i: _events(i) >= 3)))
     else:
-        items = draw(inputs(shape, open_ends=True, min_items=3))
+        items = draw(side_by_side(inputs(shape, open_ends=True, min_items=3)))
     q = build(source, draw(pipelines())) if draw(st.booleans()) else source
     if draw(st.integers(0, 3)) == 0:
         q = q.snapshot_window().select(lambda w: P(w.count() % 3, sq.coalesce(w.sum(lambda e: e.v), 0), "w",
@@ -120,7 +120,7 @@ def check(spark: SparkSession, data: st.DataObject, q: sq.Stream[Any],
     assert actual == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_as_of_join_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     lsource, lshape, litems, lq = data.draw(side("left"), label="left")
@@ -132,7 +132,7 @@ def test_as_of_join_on_spark_equals_reference(spark: SparkSession, data: st.Data
     check(spark, data, q, {"left": (lsource, lshape, litems, lset), "right": (rsource, rshape, ritems, rset)})
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(6))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(6))
 @given(data=st.data())
 def test_to_signal_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     source, shape, items, q = data.draw(side("in"), label="input")
@@ -140,7 +140,7 @@ def test_to_signal_on_spark_equals_reference(spark: SparkSession, data: st.DataO
     check(spark, data, q, {"in": (source, shape, items, data.draw(side_settings(), label="settings"))})
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5))
 @given(data=st.data())
 def test_as_of_joins_and_signals_among_windows_and_groups_equal_reference(spark: SparkSession,
                                                                           data: st.DataObject) -> None:

@@ -24,8 +24,8 @@ from streamql.time import from_micros
 from streamql.spark.streaming.step import Plan, empty_carried, step
 from support.frames import bind, frame
 from support.incremental import released_values
-from support.streams import P, advance_settings, build, edge_items, pipelines, us
-from support.depth import examples
+from support.streams import P, advance_settings, build, edge_items, pipelines, side_by_side, us
+from support.depth import spark_examples
 from support.must_release import check_release
 from support.plans import assert_distributed, physical_plan
 
@@ -555,11 +555,11 @@ def with_snapshot(q: sq.Stream[P], how: int) -> sq.Stream[Any]:
     return q
 
 
-@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=spark_examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_edge_inputs_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
-    items = data.draw(edge_items(), label="items")
+    items = data.draw(side_by_side(edge_items()), label="items")
     at = data.draw(advance_settings(), label="settings")
     ops = data.draw(pipelines(), label="ops")
     snapshot = data.draw(st.sampled_from([0, 0, 1, 2]), label="snapshot")

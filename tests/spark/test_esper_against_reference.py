@@ -19,8 +19,8 @@ from streamql.events import InputItem
 from support.frames import bind, frame
 from support.plans import assert_distributed, physical_plan
 from support.seeds import every_event
-from support.streams import P, Tied, build, crowded_inputs, pipelines, tied_payloads, us
-from support.depth import examples
+from support.streams import P, build, crowded_inputs, pipelines, side_by_side, Tied, tied_payloads, us
+from support.depth import spark_examples
 from support.must_release import check_release
 
 EsperOp = tuple[str, int]
@@ -109,11 +109,11 @@ def run_both(spark: SparkSession, source: sq.Stream[Any], payload: type[Any], sh
 SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-@settings(max_examples=examples(14), deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=spark_examples(14), deadline=None, suppress_health_check=SLOW_OK)
 @given(data=st.data())
 def test_esper_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(crowded_inputs(shape), label="items")
+    items = data.draw(side_by_side(crowded_inputs(shape)), label="items")
     at = data.draw(half_flushed_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(esper_queries(source), label="query")
@@ -145,11 +145,11 @@ def comparable_result(result: sq.Result[Any]) -> tuple[Any, ...]:
     return events, edges, result.dropped, result.adjusted, result.bad_rows, result.final_cti
 
 
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=spark_examples(8), deadline=None, suppress_health_check=SLOW_OK)
 @given(data=st.data())
 def test_order_among_equal_starts_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(crowded_inputs(shape, tied_payloads), label="items")
+    items = data.draw(side_by_side(crowded_inputs(shape, tied_payloads)), label="items")
     at = data.draw(half_flushed_settings(), label="settings")
     source = sq.input("in", Tied, shape)
     op = (data.draw(st.sampled_from(["keep_last", "length_batch"]), label="op"), data.draw(st.integers(1, 4), label="n"))

@@ -19,8 +19,8 @@ import streamql as sq
 from support.frames import bind, frame
 from support.must_release import check_release
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.depth import examples
-from support.streams import SPARK_EXAMPLES, P, advance_settings, crowded_payloads, inputs, us
+from support.depth import spark_examples
+from support.streams import P, SPARK_EXAMPLES, advance_settings, crowded_payloads, inputs, side_by_side, us
 
 
 #: the multi-stream operators (and ``to_signal``) after the window in the sub-query (issue 23, item
@@ -167,9 +167,9 @@ def equal_reference(spark: SparkSession, data: st.DataObject, afters: list[str] 
     ``behind``: half the inputs are ``two_groups_behind`` (CTI rows only)."""
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     if behind and data.draw(st.booleans(), label="two groups behind"):
-        items, at = data.draw(two_groups_behind(shape), label="items"), None
+        items, at = data.draw(side_by_side(two_groups_behind(shape)), label="items"), None
     else:
-        items = data.draw(inputs(shape, open_ends=True), label="items")
+        items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
         at = data.draw(advance_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(group_queries(source, afters), label="query")
@@ -182,14 +182,14 @@ def equal_reference(spark: SparkSession, data: st.DataObject, afters: list[str] 
     assert bind(sq.Binder(spark), source, df, shape, at).run(q, output=output) == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(8))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(8))
 @given(data=st.data())
 def test_group_ctis_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     equal_reference(spark, data)
 
 
 @pytest.mark.slow  # 2-9 s an example: the default tier draws these operators in the tests above
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_operators_after_group_windows_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """The multi-stream operators and ``to_signal`` after a count or session window in the
@@ -197,11 +197,11 @@ def test_operators_after_group_windows_equal_reference(spark: SparkSession, data
     equal_reference(spark, data, TWO_INPUTS)
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(3, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(3, least=1))
 @given(data=st.data())
 def test_group_ctis_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape, open_ends=True), label="items")
+    items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     source = sq.input("in", P, shape)
     q = data.draw(group_queries(source), label="query")
     note(f"query tree: {q.node!r}")
@@ -212,7 +212,7 @@ def test_group_ctis_in_micro_batches_equal_reference(spark: SparkSession, data: 
 
 
 @pytest.mark.slow  # 2-9 s an example: the default tier draws the patterns in the tests above
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_patterns_after_group_windows_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """``followed_by`` and ``not_followed_by`` after a count or session window in the sub-query,
@@ -222,7 +222,7 @@ def test_patterns_after_group_windows_equal_reference(spark: SparkSession, data:
 
 
 @pytest.mark.slow  # 3-9 s an example
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_patterns_read_their_groups_right_cti(spark: SparkSession, data: st.DataObject) -> None:
     """The hand-worked pattern cases' shape drawn at random (tests/support/release_cases.py): the
@@ -230,7 +230,7 @@ def test_patterns_read_their_groups_right_cti(spark: SparkSession, data: st.Data
     next match's or absence's start — are final only when that match's group's right CTI (not the
     least over the groups) reaches it; on the inputs ``two_groups_behind`` (about one in six
     examples has such an end, which the least CTI did not release)."""
-    items = data.draw(two_groups_behind(sq.Shape.POINT), label="items")
+    items = data.draw(side_by_side(two_groups_behind(sq.Shape.POINT)), label="items")
     source = sq.input("in", P, sq.Shape.POINT)
     pattern = data.draw(st.sampled_from(["followed_by", "followed_by key", "not_followed_by",
                                          "not_followed_by key"]), label="pattern")

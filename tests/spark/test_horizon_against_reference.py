@@ -16,8 +16,8 @@ import streamql as sq
 from support.frames import bind, frame
 from support.must_release import check_release
 from support.incremental import StreamInput, cuts, expected_after, run_in_steps
-from support.depth import examples
-from support.streams import SPARK_EXAMPLES, P, advance_settings, edge_items, inputs, us
+from support.depth import spark_examples
+from support.streams import P, SPARK_EXAMPLES, advance_settings, edge_items, inputs, side_by_side, us
 
 
 @st.composite
@@ -33,8 +33,8 @@ def with_infinity(draw: st.DrawFn, items: list[Any]) -> list[Any]:
 @st.composite
 def sides(draw: st.DrawFn) -> dict[str, StreamInput]:
     a, b = sq.input("a", P, sq.Shape.EDGE), sq.input("b", P, sq.Shape.POINT)
-    a_items = draw(with_infinity(draw(edge_items(), label="a items")), label="a with INFINITY")
-    b_items = draw(with_infinity(draw(inputs(sq.Shape.POINT), label="b items")), label="b with INFINITY")
+    a_items = draw(with_infinity(draw(side_by_side(edge_items()), label="a items")), label="a with INFINITY")
+    b_items = draw(with_infinity(draw(side_by_side(inputs(sq.Shape.POINT)), label="b items")), label="b with INFINITY")
     if draw(st.booleans(), label="a imports b"):
         a_settings: sq.AdvanceTimeSettings | None = sq.AdvanceTimeSettings(
             generation=draw(st.sampled_from([None, sq.AdvanceTimeGeneration(every_events=1000, flush=True)])),
@@ -70,7 +70,7 @@ def drawn(data: st.DataObject) -> tuple[dict[str, StreamInput], sq.Stream[P], sq
     return given_, q, data.draw(st.sampled_from(list(sq.Shape)), label="output")
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(8))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(8))
 @given(data=st.data())
 def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     given_, q, output = drawn(data)
@@ -85,7 +85,7 @@ def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObj
     assert binder.run(q, output=output) == expected
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(3, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(3, least=1))
 @given(data=st.data())
 def test_horizon_in_micro_batches_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     given_, q, output = drawn(data)

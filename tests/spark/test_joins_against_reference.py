@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.query.nodes import inputs_of
 from support.frames import bind, frame, imported_after_importer
-from support.depth import examples
+from support.depth import spark_examples
 from support.must_release import check_release
-from support.streams import P, build, inputs, payloads, pipelines, side_settings, us
+from support.streams import P, build, inputs, payloads, pipelines, side_by_side, side_settings, us
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LEFT, RIGHT = "left", "right"
@@ -192,7 +192,7 @@ def side(draw: st.DrawFn, name: str, unstable: bool) -> tuple[sq.Stream[P], sq.S
     # intervals more often than points: two point streams rarely overlap
     shape = draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.INTERVAL]))
     source = sq.input(name, P, shape)
-    items = draw(inputs(shape, open_ends=True, min_items=4))
+    items = draw(side_by_side(inputs(shape, open_ends=True, min_items=4)))
     q = build(source, draw(pipelines())) if draw(st.booleans()) else source
     if unstable and draw(st.integers(0, 2)) == 0:
         q = snapshot_counts(q)
@@ -262,13 +262,13 @@ SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_s
                                                           HealthCheck.data_too_large])
 
 
-@settings(SETTINGS, max_examples=examples(12))
+@settings(SETTINGS, max_examples=spark_examples(12))
 @given(data=st.data())
 def test_multi_stream_operators_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     check(spark, data, around=False)
 
 
-@settings(SETTINGS, max_examples=examples(6))
+@settings(SETTINGS, max_examples=spark_examples(6))
 @given(data=st.data())
 def test_multi_stream_operators_among_windows_groups_and_chains_equal_reference(spark: SparkSession,
                                                                                data: st.DataObject) -> None:
@@ -288,10 +288,10 @@ def wide_inputs(draw: st.DrawFn) -> list[Any]:
     return items
 
 
-@settings(SETTINGS, max_examples=examples(5))
+@settings(SETTINGS, max_examples=spark_examples(5))
 @given(data=st.data())
 def test_multi_stream_operators_over_wide_lifetimes_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
-    litems, ritems = data.draw(wide_inputs(), label="left"), data.draw(wide_inputs(), label="right")
+    litems, ritems = data.draw(side_by_side(wide_inputs()), label="left"), data.draw(side_by_side(wide_inputs()), label="right")
     op = data.draw(st.sampled_from(["join", "anti_join", "clip"]), label="operator")
     q = binary(op, ONS[data.draw(st.integers(0, 1), label="on")], L_IN, R_IN)
     flush = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=100, flush=True))

@@ -22,10 +22,11 @@ from pyspark.sql import types as T
 import streamql as sq
 from streamql.errors import BindingError
 from support.frames import NullCti, bind, frame
-from support.depth import examples
+from support.depth import spark_examples
 from support.late_cases import CASES, Case, Reading
 from support.must_release import check_release
-from support.streams import P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, payloads, pipelines, us
+from support.streams import (P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, payloads, pipelines,
+                             side_by_side, us)
 
 UTC = timezone.utc
 DROP, ADJUST = sq.AdvanceTimePolicy.DROP, sq.AdvanceTimePolicy.ADJUST
@@ -86,11 +87,11 @@ def late_in_every_unit(draw: st.DrawFn, shape: sq.Shape) -> list[Any]:
     return items
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(12))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(12))
 @given(data=st.data())
 def test_late_records_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(st.one_of(inputs(shape), late_in_every_unit(shape)), label="items")
+    items = data.draw(side_by_side(st.one_of(inputs(shape), late_in_every_unit(shape))), label="items")
     bad = data.draw(st.lists(st.integers(0, 24), max_size=3), label="bad positions")
     items = with_bad_rows(items, bad, shape)
     at = data.draw(advance_settings(), label="settings")
@@ -110,10 +111,10 @@ def test_late_records_on_spark_equal_the_reference(spark: SparkSession, data: st
     check_release(q, {"in": sq.reference.ReferenceInput(items, at, bad_rows="drop")}, sq.Shape.INTERVAL, expected)
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_late_records_of_edges_on_spark_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
-    items = data.draw(edge_items(), label="items")
+    items = data.draw(side_by_side(edge_items()), label="items")
     policy = data.draw(st.sampled_from([DROP, ADJUST]), label="policy")
     at = data.draw(advance_settings(), label="settings")
     if at is not None:
@@ -310,7 +311,7 @@ def as_the_reference_sees(name: str, items: Sequence[Any]) -> tuple[list[Any], l
     return [items[position] for position in kept], kept, null_ctis
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_late_records_of_several_inputs_with_every_bad_row_on_spark(spark: SparkSession, data: st.DataObject) -> None:
     """A union of a POINT or INTERVAL input and an EDGE input (each through a pipeline), each with
@@ -318,8 +319,8 @@ def test_late_records_of_several_inputs_with_every_bad_row_on_spark(spark: Spark
     records of the CTI rows with a null time (kind ``"CTI"``, Spark only) added and the reference's
     arrivals mapped back to the positions on Spark — and the counts are the records'."""
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    sides = {"events": (shape, data.draw(with_every_bad_row(data.draw(inputs(shape), label="events"), shape))),
-             "edges": (sq.Shape.EDGE, data.draw(with_every_bad_row(data.draw(edge_items(), label="edges"),
+    sides = {"events": (shape, data.draw(with_every_bad_row(data.draw(side_by_side(inputs(shape)), label="events"), shape))),
+             "edges": (sq.Shape.EDGE, data.draw(with_every_bad_row(data.draw(side_by_side(edge_items()), label="edges"),
                                                                       sq.Shape.EDGE)))}
     streams = {name: sq.input(name, P, side_shape) for name, (side_shape, _) in sides.items()}
     settings_ = {name: data.draw(advance_settings(), label=f"{name} settings") for name in sides}

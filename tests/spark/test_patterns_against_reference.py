@@ -18,12 +18,12 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.query.nodes import inputs_of
 from streamql.spark.operators.explain import plan_lines
-from support.depth import examples
+from support.depth import spark_examples
 from support.frames import bind, frame, imported_after_importer
 from support.must_release import check_release
 from support.pattern_cases import CASES, Case, Event
-from support.streams import (SPARK_EXAMPLES, P, build, crowded_inputs, edge_items, inputs, pipelines, side_settings,
-                             us)
+from support.streams import (P, SPARK_EXAMPLES, build, crowded_inputs, edge_items, inputs, pipelines, side_by_side,
+                             side_settings, us)
 from streamql.time import from_micros
 
 Sides = dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any], sq.AdvanceTimeSettings | None]]
@@ -93,11 +93,11 @@ def side(draw: st.DrawFn, name: str) -> tuple[sq.Stream[P], sq.Shape, list[Any],
     shape = sq.Shape.EDGE if kind == "edges" else draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]))
     source = sq.input(name, P, shape)
     if kind == "edges":
-        items = draw(edge_items().filter(lambda i: _events(i) >= 3))
+        items = draw(side_by_side(edge_items().filter(lambda i: _events(i) >= 3)))
     elif kind == "crowded":
-        items = draw(crowded_inputs(shape).filter(lambda i: _events(i) >= 3))
+        items = draw(side_by_side(crowded_inputs(shape).filter(lambda i: _events(i) >= 3)))
     else:
-        items = draw(inputs(shape, open_ends=True, min_items=3))
+        items = draw(side_by_side(inputs(shape, open_ends=True, min_items=3)))
     q = build(source, draw(pipelines())) if draw(st.booleans()) else source
     if draw(st.integers(0, 3)) == 0:
         q = q.snapshot_window().select(lambda w: P(w.count() % 3, sq.coalesce(w.sum(lambda e: e.v), 0), "w",
@@ -129,7 +129,7 @@ def _pattern(data: st.DataObject, lq: sq.Stream[P], rq: sq.Stream[P]) -> sq.Stre
                           all_matches=data.draw(st.booleans(), label="all_matches"))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_patterns_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lsource, lshape, litems, lq = data.draw(side("left"), label="left")
@@ -142,7 +142,7 @@ def test_patterns_on_spark_equal_reference(spark: SparkSession, data: st.DataObj
 
 
 @pytest.mark.slow  # the deep tier: the default tier has the plain patterns above
-@settings(SPARK_EXAMPLES, max_examples=examples(6))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(6))
 @given(data=st.data())
 def test_patterns_in_chains_windows_groups_and_imports_equal_reference(spark: SparkSession,
                                                                        data: st.DataObject) -> None:
@@ -208,7 +208,7 @@ KEYED: list[Callable[[P, P], Any]] = [ONS[0], ONS[1], lambda a, b: a.k == b.v % 
 
 
 @pytest.mark.slow  # the deep tier: the default tier has the plain patterns above
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_per_key_patterns_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """The per-key sort against the reference: ties of partners, of left events and of both, null

@@ -19,8 +19,8 @@ from streamql.spark.windows import hopping
 from streamql.spark.windows import grouping as spark_windows
 from streamql.spark.ingress.scan import run_ingress
 from support.frames import bind, frame
-from support.depth import examples
-from support.streams import SPARK_EXAMPLES, P, Tied, advance_settings, build, inputs, pipelines, us
+from support.depth import spark_examples
+from support.streams import P, SPARK_EXAMPLES, advance_settings, build, inputs, pipelines, side_by_side, Tied, us
 
 
 
@@ -102,14 +102,14 @@ def query_sets(draw: st.DrawFn, a: sq.Stream[P], b: sq.Stream[P]) -> dict[str, s
     return queries
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5))
 @given(data=st.data())
 def test_run_many_returns_what_each_query_returns_alone(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     a, b = sq.input("a", P, shape), sq.input("b", P, sq.Shape.INTERVAL)
     binder = sq.Binder(spark)
     for stream, its_shape in ((a, shape), (b, sq.Shape.INTERVAL)):
-        items = data.draw(inputs(its_shape, open_ends=True), label=f"{stream.node} items")
+        items = data.draw(side_by_side(inputs(its_shape, open_ends=True)), label=f"{stream.node} items")
         binder = bind(binder, stream, frame(spark, P, its_shape, items), its_shape,
                       data.draw(advance_settings(), label=f"{stream.node} settings"), bad_rows="drop")
     queries = data.draw(query_sets(a, b), label="queries")

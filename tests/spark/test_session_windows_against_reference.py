@@ -16,9 +16,10 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.frames import bind, frame
-from support.depth import examples
+from support.depth import spark_examples
 from support.must_release import check_release
-from support.streams import SPARK_EXAMPLES, P, TimeWeighted, advance_settings, build, edge_items, inputs, pipelines, us
+from support.streams import (P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, pipelines, side_by_side,
+                             TimeWeighted, us)
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,9 @@ def session_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
 def check(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.EDGE]), label="shape")
     if shape is sq.Shape.EDGE:  # late, missing and unmatched end edges: bad rows dropped
-        items = data.draw(edge_items(), label="items")
+        items = data.draw(side_by_side(edge_items()), label="items")
     else:
-        items = data.draw(inputs(shape, open_ends=True), label="items")
+        items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     bad_rows: Literal["error", "drop"] = "drop" if shape is sq.Shape.EDGE else "error"
     at = data.draw(advance_settings(), label="settings")
     source = sq.input("in", P, shape)
@@ -97,7 +98,7 @@ def check(spark: SparkSession, data: st.DataObject) -> None:
     check_release(q, {"in": sq.reference.ReferenceInput(items, at, bad_rows)}, output, expected)
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_session_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     check(spark, data)
@@ -153,12 +154,12 @@ def after_windows_in_group_apply(draw: st.DrawFn, source: sq.Stream[P]) -> sq.St
     return q.group_apply(lambda e: e.k % 2, apply, lambda key, e: P(key, e.k, e.s, e.v))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_operators_after_windows_in_group_apply_on_spark_equal_reference(spark: SparkSession,
                                                                          data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape, open_ends=True), label="items")
+    items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     # mostly CTIs after every few events and a flush (else any settings): most examples release
     at = data.draw(st.one_of(flushing_settings(), advance_settings()), label="settings")
     source = sq.input("in", P, shape)

@@ -21,10 +21,10 @@ from support.frames import bind, frame
 from support.seeds import every_event
 from support.session_views import (ALL_USERS, ALL_USERS_FLUSHED, PER_USER, PER_USER_FLUSHED, PER_USER_PIECES,
                                    PER_USER_PIECES_FLUSHED, VIEWS, VIEWS_IN, View, m)
-from support.depth import examples
+from support.depth import spark_examples
 from support.must_release import check_release
 from support.plans import assert_distributed, physical_plan
-from support.streams import SPARK_EXAMPLES, P, inputs, us
+from support.streams import P, SPARK_EXAMPLES, inputs, side_by_side, us
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1_000_000, flush=True))
 
@@ -57,14 +57,14 @@ class Stats:
     low: Optional[int]
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5))
 @given(data=st.data())
 def test_sessions_crossing_many_range_borders(spark: SparkSession, data: st.DataObject,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # about one range per distinct start: most sessions cross borders, some many of them
     monkeypatch.setattr(session_window, "RANGES_PER_CORE", 8)
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape, open_ends=True, min_items=5), label="items")
+    items = data.draw(side_by_side(inputs(shape, open_ends=True, min_items=5)), label="items")
     gap = us(data.draw(st.integers(1, 25), label="gap"))
     longest = data.draw(st.one_of(st.none(), st.integers(1, 30)), label="max_duration")
     source = sq.input("in", P, shape)

@@ -25,9 +25,10 @@ import streamql as sq
 from streamql.spark.windows import snapshot
 from streamql.time import to_micros
 from support.frames import bind, frame
-from support.depth import examples
+from support.depth import spark_examples
 from support.must_release import check_release
 from support.plans import assert_distributed, physical_plan
+from support.streams import side_by_side
 
 FLUSH = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1, flush=True))
 SOURCE = "readings"
@@ -376,11 +377,11 @@ def every_events(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
     return sq.AdvanceTimeSettings(generation=generation, policy=draw(st.sampled_from(list(sq.AdvanceTimePolicy))))
 
 
-@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=spark_examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
-    items = data.draw(interval_items(), label="items")
+    items = data.draw(side_by_side(interval_items()), label="items")
     at = data.draw(every_events(), label="settings")
     grouped = data.draw(st.booleans(), label="grouped")
     source = sq.input(SOURCE, Reading, sq.Shape.INTERVAL)

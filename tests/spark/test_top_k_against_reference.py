@@ -15,11 +15,11 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.reference import ReferenceInput
 
-from support.depth import examples
+from support.depth import spark_examples
 from support.frames import bind, frame
 from support.must_release import check_release
 from support.plans import assert_distributed, physical_plan
-from support.streams import SPARK_EXAMPLES, P, build, inputs, pipelines, us
+from support.streams import P, SPARK_EXAMPLES, build, inputs, pipelines, side_by_side, us
 from support.top_k_cases import CASES, Case, Reading
 
 
@@ -121,12 +121,12 @@ def top_k_queries(draw: st.DrawFn, source: sq.Stream[P]) -> sq.Stream[Any]:
     return result
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(10))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(10))
 @given(data=st.data())
 def test_top_k_on_spark_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
     # some intervals never end: windows over them stop at the horizon once the CTI is INFINITY
-    items = data.draw(inputs(shape, open_ends=True), label="items")
+    items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     at = data.draw(mostly_flushed_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(top_k_queries(source), label="query")

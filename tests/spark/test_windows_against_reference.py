@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.frames import bind, frame
-from support.streams import P, TimeWeighted, build, inputs, pipelines, us
-from support.depth import examples
+from support.streams import P, TimeWeighted, build, inputs, pipelines, side_by_side, us
+from support.depth import spark_examples
 from support.must_release import check_release
 
 
@@ -137,7 +137,7 @@ def mostly_flushed_settings(draw: st.DrawFn) -> sq.AdvanceTimeSettings:
 
 def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape), label="items")
+    items = data.draw(side_by_side(inputs(shape)), label="items")
     at = data.draw(mostly_flushed_settings(), label="settings")
     source = sq.input("in", P, shape)
     q = data.draw(window_queries(source, snapshot), label="query")
@@ -152,7 +152,7 @@ def check(spark: SparkSession, data: st.DataObject, snapshot: bool) -> None:
     check_release(q, {"in": sq.reference.ReferenceInput(items, at)}, output, expected)
 
 
-@settings(max_examples=examples(18), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=spark_examples(18), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_windows_on_spark_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

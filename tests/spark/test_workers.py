@@ -43,9 +43,9 @@ def test_workers_that_cannot_import_streamql_get_a_binding_error_before_any_quer
 def test_local_session_runs_workers_on_the_drivers_interpreter_without_pyspark_python(tmp_path: Path) -> None:
     out = run_job(["session"], tmp_path, child_env())
     expected = {"same": "True", "time_zone": "UTC", "shuffle_partitions": "3", "ui": "false",
-                "conf_python": "True", "env_python": "True", "worker_python": "True", "equal": "True",
-                "dropped": "1"}
+                "conf_python": "True", "env_python": "True", "worker_python": "True", "equal": "True"}
     assert {k: out.get(k) for k in expected} == expected, out["report"]
+    assert int(out["dropped"]) > 1, out["report"]  # late readings in several scan units
 
 
 # --- in this process: the session fixture's SparkContext ------------------------------------

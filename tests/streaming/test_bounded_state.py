@@ -19,9 +19,9 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.query.nodes import inputs_of
-from support.depth import examples
+from support.depth import spark_examples
 from support.incremental import StreamInput, cuts, expected_after, flushing, pipeline_floor, run_in_steps
-from support.streams import SPARK_EXAMPLES, P, build, edge_items, inputs, pipelines, us
+from support.streams import P, SPARK_EXAMPLES, build, edge_items, inputs, pipelines, side_by_side, us
 
 STEPS, PER_STEP = 8, 10
 SETTINGS = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=5))
@@ -141,7 +141,7 @@ def bounded_queries(draw: st.DrawFn, source: sq.Stream[P], shape: sq.Shape) -> t
 #: a minute or more an example on two shared cores (arrival columns, windows, a state count per
 #: micro-batch): the deep tier's; the default tier checks the bound in the step tests' pipelines
 @pytest.mark.slow
-@settings(SPARK_EXAMPLES, max_examples=examples(6, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(6, least=1))
 @given(data=st.data())
 def test_the_state_holds_nothing_the_ctis_have_passed(spark: SparkSession, data: st.DataObject) -> None:
     """Random inputs (late events under DROP and ADJUST, CTI rows up to INFINITY, events that never
@@ -150,7 +150,7 @@ def test_the_state_holds_nothing_the_ctis_have_passed(spark: SparkSession, data:
     — the output floor (the reference's output CTI over the input so far, held back by the edge
     events still open) moved back as the operators say. Releases equal the reference's."""
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.EDGE]), label="shape")
-    items = data.draw(edge_items() if shape is sq.Shape.EDGE else inputs(shape, open_ends=True), label="items")
+    items = data.draw(side_by_side(edge_items() if shape is sq.Shape.EDGE else inputs(shape, open_ends=True)), label="items")
     source = sq.input("in", P, shape)
     q, bound = data.draw(bounded_queries(source, shape), label="query")
     note(f"query tree: {q.node!r}")

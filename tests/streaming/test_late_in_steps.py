@@ -20,8 +20,8 @@ from streamql.spark.streaming.step import Plan, Step, empty_carried, step
 from streamql.spark.ingress.late import late_records
 from support.frames import bind, frame
 from support.incremental import cuts, flushing
-from support.streams import P, SPARK_EXAMPLES, edge_items, inputs, us
-from support.depth import examples
+from support.streams import P, SPARK_EXAMPLES, edge_items, inputs, side_by_side, us
+from support.depth import spark_examples
 
 
 def with_null_payloads(items: Sequence[Any], positions: Sequence[int]) -> list[Any]:
@@ -85,16 +85,16 @@ def check(spark: SparkSession, data: st.DataObject, shape: sq.Shape, items: list
     assert [attrs.evolve(r, reason=None) for r in actual] == [attrs.evolve(r, reason=None) for r in expected]
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_late_records_in_micro_batches_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = with_null_payloads(data.draw(inputs(shape), label="items"),
+    items = with_null_payloads(data.draw(side_by_side(inputs(shape)), label="items"),
                                data.draw(st.lists(st.integers(0, 24), max_size=2), label="bad positions"))
     check(spark, data, shape, items, data.draw(flushing(), label="settings"))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(3, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(3, least=1))
 @given(data=st.data())
 def test_late_records_of_edges_in_micro_batches_equal_the_reference(spark: SparkSession,
                                                                     data: st.DataObject) -> None:
@@ -103,7 +103,7 @@ def test_late_records_of_edges_in_micro_batches_equal_the_reference(spark: Spark
                                                          delay=us(data.draw(st.sampled_from([0, 3]), label="delay")),
                                                          flush=True),
                                 policy=data.draw(st.sampled_from(list(sq.AdvanceTimePolicy)), label="policy"))
-    check(spark, data, sq.Shape.EDGE, data.draw(edge_items(), label="items"), at)
+    check(spark, data, sq.Shape.EDGE, data.draw(side_by_side(edge_items()), label="items"), at)
 
 
 def test_an_open_edge_event_moved_by_adjust_is_recorded_once_even_after_a_cti_at_infinity(

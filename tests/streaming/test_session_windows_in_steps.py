@@ -19,8 +19,8 @@ import streamql as sq
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
 from support.seeds import every_event
 from support.session_views import PER_USER_PIECES, VIEWS, VIEWS_IN, View
-from support.streams import SPARK_EXAMPLES, P, build, edge_items, inputs, pipelines, us
-from support.depth import examples
+from support.streams import P, SPARK_EXAMPLES, build, edge_items, inputs, pipelines, side_by_side, us
+from support.depth import spark_examples
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,14 @@ def sessions(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Visit(0, w.count(), None, w.max(lambda e: e.v))), lambda key, v: Visit(key, v.n, v.total, v.high))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_session_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL, sq.Shape.EDGE]), label="shape")
     if shape is sq.Shape.EDGE:
-        items = data.draw(edge_items(), label="items")
+        items = data.draw(side_by_side(edge_items()), label="items")
     else:
-        items = data.draw(inputs(shape, open_ends=True), label="items")
+        items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     source = sq.input("in", P, shape)
     q = data.draw(sessions(build(source, data.draw(pipelines(), label="pipeline"))), label="query")
     note(f"query tree: {q.node!r}")

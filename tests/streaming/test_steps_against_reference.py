@@ -13,9 +13,9 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.incremental import StreamInput, cuts, expected_after, flushing, pipeline_floor, run_in_steps
-from support.streams import (SPARK_EXAMPLES, P, advance_settings, build, crowded_inputs, edge_items, inputs,
-                             pipelines, us)
-from support.depth import examples
+from support.streams import (P, SPARK_EXAMPLES, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines,
+                             side_by_side, us)
+from support.depth import spark_examples
 
 
 
@@ -50,11 +50,11 @@ def check_one_input(spark: SparkSession, data: st.DataObject, source: sq.Stream[
           state_bounds=None if bound is None else {"in": bound})
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(6, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(6, least=1))
 @given(data=st.data())
 def test_one_input_pipelines_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape, open_ends=True), label="items")
+    items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     source = sq.input("in", P, shape)
     ops = data.draw(pipelines(), label="pipeline")
     # the state keeps only what ends at or after the output floor, moved back by the pipeline
@@ -84,11 +84,11 @@ def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape, open_ends=True), label="items")
+    items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     source = sq.input("in", P, shape)
     q = data.draw(windowed(build(source, data.draw(pipelines(), label="pipeline"))), label="window")
     check_one_input(spark, data, source, shape, items, q)
@@ -97,13 +97,13 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
     left, right = sq.input("left", P, lshape), sq.input("right", P, sq.Shape.INTERVAL)
-    litems = data.draw(inputs(lshape, open_ends=True, min_items=3), label="left items")
-    ritems = data.draw(inputs(sq.Shape.INTERVAL, open_ends=True, min_items=3), label="right items")
+    litems = data.draw(side_by_side(inputs(lshape, open_ends=True, min_items=3)), label="left items")
+    ritems = data.draw(side_by_side(inputs(sq.Shape.INTERVAL, open_ends=True, min_items=3)), label="right items")
     op = data.draw(st.sampled_from(["join", "anti_join", "clip", "union"]), label="operator")
     on = ONS[data.draw(st.integers(0, len(ONS) - 1), label="on")]
     lq = build(left, data.draw(pipelines(), label="left pipeline"))
@@ -127,11 +127,11 @@ def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSes
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(crowded_inputs(shape), label="items")
+    items = data.draw(side_by_side(crowded_inputs(shape)), label="items")
     source = sq.input("in", P, shape)
     op = data.draw(st.sampled_from(["keep_last", "time_batch", "length_batch", "grouped length_batch"]),
                    label="operator")
@@ -149,12 +149,12 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
     check_one_input(spark, data, source, shape, items, q)
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(4, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """Start edges stay open across micro-batches until their end edges come; late end edges are
     ignored or moved, dropped start edges take their end edges silently, unmatched ones are bad rows."""
-    items = data.draw(edge_items(), label="items")
+    items = data.draw(side_by_side(edge_items()), label="items")
     source = sq.input("in", P, sq.Shape.EDGE)
     ops = data.draw(pipelines(), label="pipeline")
     q = build(source, ops)
@@ -172,7 +172,7 @@ AS_OF_ONS = [lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (r.o !
              lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_as_of_joins_and_signals_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
     """The retention floors of ``as_of_join`` (the right side keeps the latest event per key) and
@@ -180,8 +180,8 @@ def test_as_of_joins_and_signals_in_micro_batches_equal_reference(spark: SparkSe
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
     left, right = sq.input("left", P, lshape), sq.input("right", P, sq.Shape.POINT)
     # at least a few events each: most examples release something
-    litems = data.draw(crowded_inputs(lshape).filter(lambda i: len(i) >= 3), label="left items")
-    ritems = data.draw(crowded_inputs(sq.Shape.POINT).filter(lambda i: len(i) >= 3), label="right items")
+    litems = data.draw(side_by_side(crowded_inputs(lshape).filter(lambda i: len(i) >= 3)), label="left items")
+    ritems = data.draw(side_by_side(crowded_inputs(sq.Shape.POINT).filter(lambda i: len(i) >= 3)), label="right items")
     lq = build(left, data.draw(pipelines(), label="left pipeline"))
     op = data.draw(st.sampled_from(["as_of_join", "to_signal", "as_of_join of a signal"]), label="operator")
     if op == "to_signal":

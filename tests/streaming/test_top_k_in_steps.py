@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.spark.streaming.partials import incremental_window
-from support.depth import examples
+from support.depth import spark_examples
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.streams import SPARK_EXAMPLES, P, build, inputs, pipelines, us
+from support.streams import P, SPARK_EXAMPLES, build, inputs, pipelines, side_by_side, us
 from support.top_k_cases import CASES, POINTS, Reading, meter_readings, point, top_3_meters_per_hour
 
 
@@ -75,11 +75,11 @@ def top_k_windows(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Ranked]:
 
 
 @pytest.mark.slow
-@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_top_k_in_micro_batches_equals_reference(spark: SparkSession, data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="shape")
-    items = data.draw(inputs(shape, open_ends=True), label="items")
+    items = data.draw(side_by_side(inputs(shape, open_ends=True)), label="items")
     source = sq.input("in", P, shape)
     q = data.draw(top_k_windows(build(source, data.draw(pipelines(), label="pipeline"))), label="window")
     note(f"query tree: {q.node!r}")

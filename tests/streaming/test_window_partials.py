@@ -18,8 +18,8 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.spark.streaming.partials import incremental_window
 from support.incremental import StreamInput, cuts, expected_after, flushing, run_in_steps
-from support.streams import SELECTS, SPARK_EXAMPLES, WHERES, P, inputs, us
-from support.depth import examples
+from support.streams import P, SELECTS, SPARK_EXAMPLES, WHERES, inputs, side_by_side, us
+from support.depth import spark_examples
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def chains(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
     return q
 
 
-@settings(SPARK_EXAMPLES, max_examples=examples(5, least=1))
+@settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: SparkSession, data: st.DataObject) -> None:
     source = sq.input("in", P, sq.Shape.POINT)
@@ -67,7 +67,7 @@ def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: Spar
         query = q.hopping_window(size, hop).select(lambda w: stats(0, w))
     assert incremental_window(query.node) is not None
     note(f"query tree: {query.node!r}")
-    items = data.draw(inputs(sq.Shape.POINT), label="items")
+    items = data.draw(side_by_side(inputs(sq.Shape.POINT)), label="items")
     sides = {"in": StreamInput(source, P, sq.Shape.POINT, items, data.draw(flushing(), label="settings"))}
     output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     released, carried = run_in_steps(spark, query, sides, data.draw(cuts(len(items)), label="cuts"), output)

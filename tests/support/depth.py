@@ -4,37 +4,67 @@ Two tiers, by pytest's own means:
 
 - the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test,
   the examples, the documentation, a Structured Streaming smoke test and a few examples of every
-  property test (``examples(n)``: a fifth of ``n``, at least 2, or 1 for a micro-batch test), and leaves out the tests marked
-  ``slow`` (``addopts`` in ``pyproject.toml`` deselects them);
+  property test (a fifth of its standard count ``n``, at least 2, or 1 for a micro-batch test), and
+  leaves out the tests marked ``slow`` (``addopts`` in ``pyproject.toml`` deselects them);
 - the **deep tier** — ``STREAMQL_DEPTH=deep pytest -q -m "slow or hypothesis"``, which ``.ci/run``
   runs after the default tier — runs the ``slow`` tests (restarts, kill -9, local-cluster, the site
-  build, ...) and every property test again with the rest of ``DEEP_FACTOR`` times its standard
-  count ``n`` (new random examples: the two tiers together run ``DEEP_FACTOR * n``).
+  build, ...) and every property test again with new random examples: the reference evaluator's
+  (``examples``) the rest of ``n``, the Spark property tests (``spark_examples``) the rest of
+  ``DEPTH * n`` inputs (``DEPTH`` = 10: ten times the standard counts).
 
-The standard counts are those the suite ran before it had tiers. ``DEEP_FACTOR`` is 1 for now: an
-example costs 1.5-3 s of Spark jobs in one batch run and 10-30 s in micro-batches on two cores, so
-ten times the standard counts would make the deep tier take hours; ``STREAMQL_EXAMPLES=10`` runs
-them by hand.
+The standard counts are those the suite ran before it had tiers. A Spark example costs 1.5-3 s of
+Spark jobs in one batch run and 10-30 s in micro-batches on two cores, almost all of it the jobs'
+and the planner's fixed cost, not the rows: ten times the standard counts, one input per run, would
+make the deep tier take hours. So an example of a Spark property test in the deep tier lays
+``PARTS`` (20) random inputs **side by side in time** (``side_by_side`` in
+tests/support/streams.py): the inputs the strategy draws, the ``i``-th moved ``i * SPACING``
+later, in arrival order one after the other, checked by one Spark run (or one micro-batch run)
+against the reference evaluator on the whole. The parts of one example share its query, settings,
+partitioning and micro-batch cuts; the gaps between them are wider than any lifetime, window,
+shift, gap or ``within`` the generators draw, so that most operators treat each part as an input of
+its own (count windows, ``keep_last``, ``length_batch``, signals, as-of joins and patterns without
+``within`` reach from one part into the next: there the whole is one longer input — still one the
+two engines must agree on). A run of 20 parts costs about a fifth more than a run of one.
 
-``STREAMQL_EXAMPLES=k`` multiplies the counts of either tier by ``k``, for a longer run by hand.
+``STREAMQL_EXAMPLES=k`` multiplies the counts of either tier by ``k``, for a longer run by hand;
+``STREAMQL_PARTS=p`` lays ``p`` inputs side by side instead (``1``: the deep tier one input a run).
 """
 from __future__ import annotations
 
+import math
 import os
 
 #: the deep tier is running (``STREAMQL_DEPTH=deep``)
 DEEP = os.environ.get("STREAMQL_DEPTH", "default") == "deep"
 #: a multiplier for a longer run by hand
 MULTIPLIER = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
-#: how many times a property test's standard count the deep tier runs (see above)
-DEEP_FACTOR = 1
+#: how many random inputs a Spark property test's example lays side by side in time
+#: (``side_by_side``): 20 in the deep tier, one in the default tier
+PARTS = int(os.environ.get("STREAMQL_PARTS", "20" if DEEP else "1"))
+#: how many times its standard count of inputs a Spark property test checks in both tiers together
+DEPTH = 10
+
+
+def _default(n: int, least: int) -> int:
+    return max(least, n // 5)
 
 
 def examples(n: int, least: int = 2) -> int:
-    """The example count of a property test whose standard count is ``n``: ``n // 5`` (at least
-    ``least``) in the default tier; in the deep tier, which runs after it, the rest of
-    ``DEEP_FACTOR * n`` (at least one), so that the two tiers together run ``DEEP_FACTOR * n``
-    examples; times ``STREAMQL_EXAMPLES``. The micro-batch property tests (10-30 s an example:
-    every step is a Spark query) take ``least=1``."""
-    default = max(least, n // 5)
-    return MULTIPLIER * (max(1, DEEP_FACTOR * n - default) if DEEP else default)
+    """The example count of a property test of the reference evaluator (or of anything that is not
+    a Spark run over random inputs) whose standard count is ``n``: ``n // 5`` (at least ``least``)
+    in the default tier; in the deep tier, which runs after it, the rest of ``n`` (at least one);
+    times ``STREAMQL_EXAMPLES``."""
+    default = _default(n, least)
+    return MULTIPLIER * (max(1, n - default) if DEEP else default)
+
+
+def spark_examples(n: int, least: int = 2) -> int:
+    """The example count of a Spark property test whose standard count is ``n`` and whose examples
+    draw their inputs through ``side_by_side``: ``n // 5`` runs of one input (at least ``least``;
+    the micro-batch tests, 10-30 s an example, take ``least=1``) in the default tier; in the deep
+    tier enough runs of ``PARTS`` inputs that both tiers together check at least ``DEPTH * n``
+    inputs; times ``STREAMQL_EXAMPLES``."""
+    default = _default(n, least)
+    if not DEEP:
+        return MULTIPLIER * default
+    return MULTIPLIER * max(1, math.ceil((DEPTH * n - default) / PARTS))

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Optional
 
+import attrs
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import streamql as sq
+from streamql.time import MAX_MICROS, to_micros
+from support.depth import PARTS
 
 #: hypothesis settings for property tests that run Spark jobs per example
 SPARK_EXAMPLES = settings(deadline=None, suppress_health_check=[
@@ -116,6 +119,58 @@ def inputs(draw: st.DrawFn, shape: sq.Shape, open_ends: bool = False, min_items:
             end = sq.INFINITY
         items.append(sq.Insert(start, end, draw(payloads)))
     return items
+
+
+#: how far apart ``side_by_side`` lays its parts: far wider than a part reaches (starts in [0, 100],
+#: CTI rows up to 120, lifetimes up to 40, then pipelines, windows, gaps and ``within`` of at most
+#: 40 more), and small enough that an event that never ends crosses few windows to the last part
+SPACING = 1_000
+
+
+def _moved(value: Any, by: int, last: bool) -> Any:
+    """``value`` (an item, or a list, tuple or dict of them) ``by`` microseconds later; a CTI row at
+    ``INFINITY`` in a part that is not the ``last`` becomes one at the part's far end (all later
+    parts would be late), every other ``INFINITY`` and every null time stays."""
+    if isinstance(value, list):
+        return [_moved(v, by, last) for v in value]
+    if isinstance(value, tuple) and not attrs.has(type(value)):
+        return tuple(_moved(v, by, last) for v in value)
+    if isinstance(value, dict):
+        return {k: _moved(v, by, last) for k, v in value.items()}
+    if isinstance(value, sq.Cti) and value.time == sq.INFINITY and not last:
+        return sq.Cti(by + SPACING // 2)
+    if not attrs.has(type(value)):
+        return value
+    times = {f: getattr(value, f) for f in ("start", "end", "time") if hasattr(value, f)}
+    return attrs.evolve(value, **{f: _later(t, by) for f, t in times.items()})
+
+
+def _later(t: Any, by: int) -> Any:
+    if t is None or to_micros(t) > MAX_MICROS:  # a null (a bad row) or INFINITY
+        return t
+    return t + (timedelta(microseconds=by) if isinstance(t, datetime) else by)
+
+
+@st.composite
+def side_by_side(draw: st.DrawFn, strategy: st.SearchStrategy[Any], parts: int = PARTS) -> Any:
+    """``parts`` draws of ``strategy`` laid side by side in time (tests/support/depth.py): the
+    ``i``-th moved ``i * SPACING`` later, then joined — lists one after the other in arrival order,
+    tuples and dicts (several inputs) member by member. With one part, the draw itself."""
+    drawn = [_moved(draw(strategy), i * SPACING, i == parts - 1) for i in range(parts)]
+    return _joined(drawn)
+
+
+def _joined(drawn: list[Any]) -> Any:
+    first = drawn[0]
+    if isinstance(first, list):
+        return [item for part in drawn for item in part]
+    if isinstance(first, tuple):
+        return tuple(_joined([part[i] for part in drawn]) for i in range(len(first)))
+    if isinstance(first, dict):
+        return {k: _joined([part[k] for part in drawn]) for k in first}
+    if len(drawn) == 1:
+        return first
+    raise TypeError(f"side_by_side cannot join {type(first).__name__} values")
 
 
 @st.composite

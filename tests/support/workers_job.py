@@ -27,26 +27,37 @@ class Reading:
 
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-#: (arrival, seconds after T0, meter, watts): the reading at 5 s arrives after the CTI at 8 s
-ROWS = [(0, 0, "m1", 100.0), (1, 10, "m2", 50.0), (2, 20, "m1", 80.0), (3, 5, "m2", 70.0),
-        (4, 30, "m1", 90.0), (5, 40, "m2", 60.0)]
+
+
+def rows() -> list[tuple[int, int, str, float]]:
+    """(arrival, seconds after T0, meter, watts): readings in rising time, after every 7th one
+    60 s back (late: a CTI generated since lies at most 41 s back); several late readings in every
+    scan unit."""
+    out: list[tuple[int, int, str, float]] = []
+    for k in range(120):
+        out.append((len(out), 1_000 + 10 * k, f"m{k % 5}", float(100 * k % 700)))
+        if k % 7 == 6:
+            out.append((len(out), 1_000 + 10 * k - 60, "late", float(k)))
+    return out
 
 
 def run_query(spark: SparkSession) -> None:
-    """A query with CTI generation (the arrival scan runs in Python workers) on Spark and in the
-    reference evaluator; prints ``equal=True`` when they agree."""
+    """A query with CTI generation and DROP (the arrival scan runs in Python workers) over six
+    partitions whose rows only the arrival column orders, on Spark and in the reference evaluator;
+    prints ``equal=True`` when they agree."""
     readings = sq.input("readings", Reading, shape=sq.Shape.POINT)
     query = readings.where(lambda e: e.watts > 55).alter_duration(timedelta(seconds=15))
     settings = sq.AdvanceTimeSettings(
-        sq.AdvanceTimeGeneration(every_events=2, delay=timedelta(seconds=2), flush=True),
+        sq.AdvanceTimeGeneration(every_events=4, delay=timedelta(seconds=1), flush=True),
         policy=sq.AdvanceTimePolicy.DROP)
-    df = spark.createDataFrame([(a, T0 + timedelta(seconds=s), m, w) for a, s, m, w in ROWS],
-                               "arrival long, ts timestamp, meter string, watts double").repartition(3)
+    given = rows()
+    df = spark.createDataFrame([(a, T0 + timedelta(seconds=s), m, w) for a, s, m, w in given],
+                               "arrival long, ts timestamp, meter string, watts double").repartition(6)
     result = sq.Binder(spark).bind(readings, df, start="ts", arrival="arrival", advance_time=settings).run(query)
     items = [sq.Insert(T0 + timedelta(seconds=s), T0 + timedelta(seconds=s, microseconds=1), Reading(m, w))
-             for _, s, m, w in ROWS]
+             for _, s, m, w in given]
     expected = sq.reference.run(query, {"readings": sq.reference.ReferenceInput(items, settings)})
-    print(f"events={len(result.events)} dropped={result.dropped}")
+    print(f"events={len(result.events)} dropped={result.dropped} expected_dropped={expected.dropped}")
     print(f"equal={result == expected}")
 
 
@@ -70,6 +81,7 @@ def check(master: str) -> int:
         after = run_probe(spark.sparkContext)
         print(f"after={sorted(f.module for f in after.failures)}")
         tracker = spark.sparkContext.statusTracker()
+        print(f"executors={len(tracker.getExecutorInfos()) - 1}")  # minus the driver
         print(f"check_jobs={len(tracker.getJobIdsForGroup(JOB_GROUP))}")
         print(f"query_jobs={len(tracker.getJobIdsForGroup(None))}")  # the jobs outside any job group
         return 0

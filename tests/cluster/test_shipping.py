@@ -1,7 +1,7 @@
 """streamql on a Spark cluster (docs/cluster.md: the same script runs on a standalone cluster, YARN
 or Kubernetes), whose executors' Python has pyarrow and pandas but not streamql: the binder's worker
 check ships streamql to the executors itself (``SparkContext.addPyFile`` with a zip of the package)
-and the query — CTI generation, DROP, late readings in every scan unit, an arrival column over six
+and the query — CTI generation, DROP, late readings in every scan unit, an arrival column over four
 partitions — equals the reference evaluator's run: ``support/workers_job.py`` on
 ``local-cluster[2,1,1024]`` (a standalone master with two workers whose executors are separate
 JVMs with their own Python workers), its workers running an interpreter that cannot import streamql.

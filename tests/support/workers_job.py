@@ -34,7 +34,7 @@ def rows() -> list[tuple[int, int, str, float]]:
     60 s back (late: a CTI generated since lies at most 41 s back); several late readings in every
     scan unit."""
     out: list[tuple[int, int, str, float]] = []
-    for k in range(120):
+    for k in range(42):
         out.append((len(out), 1_000 + 10 * k, f"m{k % 5}", float(100 * k % 700)))
         if k % 7 == 6:
             out.append((len(out), 1_000 + 10 * k - 60, "late", float(k)))
@@ -42,7 +42,7 @@ def rows() -> list[tuple[int, int, str, float]]:
 
 
 def run_query(spark: SparkSession) -> None:
-    """A query with CTI generation and DROP (the arrival scan runs in Python workers) over six
+    """A query with CTI generation and DROP (the arrival scan runs in Python workers) over four
     partitions whose rows only the arrival column orders, on Spark and in the reference evaluator;
     prints ``equal=True`` when they agree."""
     readings = sq.input("readings", Reading, shape=sq.Shape.POINT)
@@ -52,7 +52,7 @@ def run_query(spark: SparkSession) -> None:
         policy=sq.AdvanceTimePolicy.DROP)
     given = rows()
     df = spark.createDataFrame([(a, T0 + timedelta(seconds=s), m, w) for a, s, m, w in given],
-                               "arrival long, ts timestamp, meter string, watts double").repartition(6)
+                               "arrival long, ts timestamp, meter string, watts double").repartition(4)
     result = sq.Binder(spark).bind(readings, df, start="ts", arrival="arrival", advance_time=settings).run(query)
     items = [sq.Insert(T0 + timedelta(seconds=s), T0 + timedelta(seconds=s, microseconds=1), Reading(m, w))
              for _, s, m, w in given]

@@ -78,7 +78,7 @@ def test_a_query_killed_mid_run_and_started_again_loses_and_repeats_nothing(spar
     assert running.progress[0].batch >= 2
 
 
-BATCHES = int(os.environ.get("STREAMQL_BATCHES", "20"))
+BATCHES = int(os.environ.get("STREAMQL_BATCHES", "12"))
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ The standard counts are those the suite ran before it had tiers. A Spark example
 Spark jobs in one batch run and 10-30 s in micro-batches on two cores, almost all of it the jobs'
 and the planner's fixed cost, not the rows: ten times the standard counts, one input per run, would
 make the deep tier take hours. So an example of a Spark property test in the deep tier lays
-``PARTS`` (20) random inputs **side by side in time** (``side_by_side`` in
+``PARTS`` (25) random inputs **side by side in time** (``side_by_side`` in
 tests/support/streams.py): the inputs the strategy draws, the ``i``-th moved ``i * SPACING``
 later, in arrival order one after the other, checked by one Spark run (or one micro-batch run)
 against the reference evaluator on the whole. The parts of one example share its query, settings,
@@ -24,7 +24,8 @@ partitioning and micro-batch cuts; the gaps between them are wider than any life
 shift, gap or ``within`` the generators draw, so that most operators treat each part as an input of
 its own (count windows, ``keep_last``, ``length_batch``, signals, as-of joins and patterns without
 ``within`` reach from one part into the next: there the whole is one longer input — still one the
-two engines must agree on). A run of 20 parts costs about a fifth more than a run of one.
+two engines must agree on). A run of 25 parts costs about a fifth more than a run of one (the
+micro-batch tests of edges up to twice as much).
 
 ``STREAMQL_EXAMPLES=k`` multiplies the counts of either tier by ``k``, for a longer run by hand;
 ``STREAMQL_PARTS=p`` lays ``p`` inputs side by side instead (``1``: the deep tier one input a run).
@@ -39,8 +40,8 @@ DEEP = os.environ.get("STREAMQL_DEPTH", "default") == "deep"
 #: a multiplier for a longer run by hand
 MULTIPLIER = int(os.environ.get("STREAMQL_EXAMPLES", "1"))
 #: how many random inputs a Spark property test's example lays side by side in time
-#: (``side_by_side``): 20 in the deep tier, one in the default tier
-PARTS = int(os.environ.get("STREAMQL_PARTS", "20" if DEEP else "1"))
+#: (``side_by_side``): 25 in the deep tier, one in the default tier
+PARTS = int(os.environ.get("STREAMQL_PARTS", "25" if DEEP else "1"))
 #: how many times its standard count of inputs a Spark property test checks in both tiers together
 DEPTH = 10
 

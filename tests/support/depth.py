@@ -23,9 +23,12 @@ against the reference evaluator on the whole. The parts of one example share its
 partitioning and micro-batch cuts; the gaps between them are wider than any lifetime, window,
 shift, gap or ``within`` the generators draw, so that most operators treat each part as an input of
 its own (count windows, ``keep_last``, ``length_batch``, signals, as-of joins and patterns without
-``within`` reach from one part into the next: there the whole is one longer input — still one the
-two engines must agree on). A run of 25 parts costs about a fifth more than a run of one (the
-micro-batch tests of edges up to twice as much).
+``within`` reach from one part into the next, and so do generated CTIs, which depend on the events
+before them: there the whole is one longer input — still one the two engines must agree on; and
+before the flush a later part's CTIs release what an earlier part alone holds back).
+tests/reference/test_side_by_side.py checks the packing and that the gaps are wide enough. A run
+of 25 parts costs about a fifth more than a run of one (the micro-batch tests of edges up to twice
+as much).
 
 ``STREAMQL_EXAMPLES=k`` multiplies the counts of either tier by ``k``, for a longer run by hand;
 ``STREAMQL_PARTS=p`` lays ``p`` inputs side by side instead (``1``: the deep tier one input a run).
@@ -46,8 +49,15 @@ PARTS = int(os.environ.get("STREAMQL_PARTS", "25" if DEEP else "1"))
 DEPTH = 10
 
 
-def _default(n: int, least: int) -> int:
+def default_runs(n: int, least: int) -> int:
+    """The default tier's example count for the standard count ``n``: ``n // 5``, at least ``least``."""
     return max(least, n // 5)
+
+
+def deep_runs(n: int, least: int, parts: int) -> int:
+    """The deep tier's runs of ``parts`` inputs that, after the default tier's runs of one input,
+    make ``DEPTH * n`` inputs (at least one run)."""
+    return max(1, math.ceil((DEPTH * n - default_runs(n, least)) / parts))
 
 
 def examples(n: int, least: int = 2) -> int:
@@ -55,7 +65,7 @@ def examples(n: int, least: int = 2) -> int:
     a Spark run over random inputs) whose standard count is ``n``: ``n // 5`` (at least ``least``)
     in the default tier; in the deep tier, which runs after it, the rest of ``n`` (at least one);
     times ``STREAMQL_EXAMPLES``."""
-    default = _default(n, least)
+    default = default_runs(n, least)
     return MULTIPLIER * (max(1, n - default) if DEEP else default)
 
 
@@ -65,7 +75,4 @@ def spark_examples(n: int, least: int = 2) -> int:
     the micro-batch tests, 10-30 s an example, take ``least=1``) in the default tier; in the deep
     tier enough runs of ``PARTS`` inputs that both tiers together check at least ``DEPTH * n``
     inputs; times ``STREAMQL_EXAMPLES``."""
-    default = _default(n, least)
-    if not DEEP:
-        return MULTIPLIER * default
-    return MULTIPLIER * max(1, math.ceil((DEPTH * n - default) / PARTS))
+    return MULTIPLIER * (deep_runs(n, least, PARTS) if DEEP else default_runs(n, least))

@@ -153,11 +153,16 @@ def _later(t: Any, by: int) -> Any:
 
 @st.composite
 def side_by_side(draw: st.DrawFn, strategy: st.SearchStrategy[Any], parts: int = PARTS) -> Any:
-    """``parts`` draws of ``strategy`` laid side by side in time (tests/support/depth.py): the
-    ``i``-th moved ``i * SPACING`` later, then joined — lists one after the other in arrival order,
-    tuples and dicts (several inputs) member by member. With one part, the draw itself."""
-    drawn = [_moved(draw(strategy), i * SPACING, i == parts - 1) for i in range(parts)]
-    return _joined(drawn)
+    """``parts`` draws of ``strategy`` laid side by side in time (``laid_side_by_side``,
+    tests/support/depth.py). With one part, the draw itself."""
+    return laid_side_by_side([draw(strategy) for _ in range(parts)])
+
+
+def laid_side_by_side(drawn: list[Any]) -> Any:
+    """The ``i``-th of ``drawn`` (a list of items, or a tuple or dict of such lists: several inputs)
+    moved ``i * SPACING`` later, then joined: lists one after the other in arrival order, tuples
+    and dicts member by member. A CTI row at ``INFINITY`` ends only the last part (``_moved``)."""
+    return _joined([_moved(part, i * SPACING, i == len(drawn) - 1) for i, part in enumerate(drawn)])
 
 
 def _joined(drawn: list[Any]) -> Any:

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from support.depth import spark_examples
 from support.incremental import StreamInput, cuts, expected_after, flushing, pipeline_floor, run_in_steps
-from support.streams import P, SPARK_EXAMPLES, build, crowded_inputs, pipelines, side_by_side, us
+from support.streams import PAIRED_CROWDED, P, SPARK_EXAMPLES, build, crowded_inputs, pipelines, side_by_side, us
 
 STEPS, PER_STEP = 8, 10
 SETTINGS = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=5))
@@ -77,8 +77,10 @@ def test_patterns_in_micro_batches_equal_reference(spark: SparkSession, data: st
     ``f - within - 1``) keep what later micro-batches need and nothing before it."""
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
     left, right = sq.input("left", P, lshape), sq.input("right", P, sq.Shape.POINT)
-    litems = data.draw(side_by_side(crowded_inputs(lshape).filter(lambda i: len(i) >= 3)), label="left items")
-    ritems = data.draw(side_by_side(crowded_inputs(sq.Shape.POINT).filter(lambda i: len(i) >= 3)), label="right items")
+    litems = data.draw(side_by_side(crowded_inputs(lshape, most=PAIRED_CROWDED)).filter(lambda i: len(i) >= 3),
+                       label="left items")
+    ritems = data.draw(side_by_side(crowded_inputs(sq.Shape.POINT, most=PAIRED_CROWDED)).filter(lambda i: len(i) >= 3),
+                       label="right items")
     ops = data.draw(pipelines(), label="left pipeline")
     lq = build(left, ops)
     same = data.draw(st.integers(0, 3), label="self") == 0

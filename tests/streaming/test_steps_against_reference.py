@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from support.incremental import StreamInput, cuts, expected_after, flushing, pipeline_floor, run_in_steps
-from support.streams import (P, SPARK_EXAMPLES, advance_settings, build, crowded_inputs, edge_items, inputs, pipelines,
-                             side_by_side, us)
+from support.streams import (PAIRED_CROWDED, P, SPARK_EXAMPLES, advance_settings, build, crowded_inputs, edge_items,
+                             inputs, pipelines, side_by_side, us)
 from support.depth import spark_examples
 
 
@@ -180,8 +180,10 @@ def test_as_of_joins_and_signals_in_micro_batches_equal_reference(spark: SparkSe
     lshape = data.draw(st.sampled_from([sq.Shape.POINT, sq.Shape.INTERVAL]), label="left shape")
     left, right = sq.input("left", P, lshape), sq.input("right", P, sq.Shape.POINT)
     # at least a few events each: most examples release something
-    litems = data.draw(side_by_side(crowded_inputs(lshape).filter(lambda i: len(i) >= 3)), label="left items")
-    ritems = data.draw(side_by_side(crowded_inputs(sq.Shape.POINT).filter(lambda i: len(i) >= 3)), label="right items")
+    litems = data.draw(side_by_side(crowded_inputs(lshape, most=PAIRED_CROWDED)).filter(lambda i: len(i) >= 3),
+                       label="left items")
+    ritems = data.draw(side_by_side(crowded_inputs(sq.Shape.POINT, most=PAIRED_CROWDED)).filter(lambda i: len(i) >= 3),
+                       label="right items")
     lq = build(left, data.draw(pipelines(), label="left pipeline"))
     op = data.draw(st.sampled_from(["as_of_join", "to_signal", "as_of_join of a signal"]), label="operator")
     if op == "to_signal":

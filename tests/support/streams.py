@@ -253,14 +253,21 @@ crowded_payloads = st.builds(P, st.integers(0, 3), st.sampled_from([1, 4, 7]), s
                              st.one_of(st.none(), st.sampled_from([0, 3])))
 
 
+#: the most items of each of two crowded inputs of one example (``crowded_inputs(most=...)``): 30
+#: alone; 12 laid side by side, where hypothesis' buffer of draws holds two inputs of 25 parts of
+#: 12 items, not of 30
+PAIRED_CROWDED = 30 if PARTS == 1 else 12
+
+
 @st.composite
-def crowded_inputs(draw: st.DrawFn, shape: sq.Shape, payloads: st.SearchStrategy[Any] = crowded_payloads) -> list[Any]:
-    """Up to 30 items in arrival order whose starts crowd into few instants (a span of 4, 12 or 60
-    ticks): many equal starts, equal payloads among them; about one in eight a CTI row (one CTI row
-    in ten at ``INFINITY``)."""
+def crowded_inputs(draw: st.DrawFn, shape: sq.Shape, payloads: st.SearchStrategy[Any] = crowded_payloads,
+                   most: int = 30) -> list[Any]:
+    """Up to ``most`` items in arrival order whose starts crowd into few instants (a span of 4, 12 or
+    60 ticks): many equal starts, equal payloads among them; about one in eight a CTI row (one CTI
+    row in ten at ``INFINITY``)."""
     span = draw(st.sampled_from([4, 12, 60]))
     items: list[Any] = []
-    for _ in range(draw(st.integers(0, 30))):
+    for _ in range(draw(st.integers(0, most))):
         if draw(st.integers(0, 7)) == 0:
             items.append(cti_row(draw, span + 2))
             continue

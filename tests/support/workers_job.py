@@ -29,19 +29,19 @@ class Reading:
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def rows() -> list[tuple[int, int, str, float]]:
-    """(arrival, seconds after T0, meter, watts): readings in rising time, after every 7th one
+def rows(count: int) -> list[tuple[int, int, str, float]]:
+    """(arrival, seconds after T0, meter, watts): ``count`` readings in rising time, after every 7th one
     60 s back (late: a CTI generated since lies at most 41 s back); several late readings in every
     scan unit."""
     out: list[tuple[int, int, str, float]] = []
-    for k in range(42):
+    for k in range(count):
         out.append((len(out), 1_000 + 10 * k, f"m{k % 5}", float(100 * k % 700)))
         if k % 7 == 6:
             out.append((len(out), 1_000 + 10 * k - 60, "late", float(k)))
     return out
 
 
-def run_query(spark: SparkSession) -> None:
+def run_query(spark: SparkSession, count: int) -> None:
     """A query with CTI generation and DROP (the arrival scan runs in Python workers) over four
     partitions whose rows only the arrival column orders, on Spark and in the reference evaluator;
     prints ``equal=True`` when they agree."""
@@ -50,7 +50,7 @@ def run_query(spark: SparkSession) -> None:
     settings = sq.AdvanceTimeSettings(
         sq.AdvanceTimeGeneration(every_events=4, delay=timedelta(seconds=1), flush=True),
         policy=sq.AdvanceTimePolicy.DROP)
-    given = rows()
+    given = rows(count)
     df = spark.createDataFrame([(a, T0 + timedelta(seconds=s), m, w) for a, s, m, w in given],
                                "arrival long, ts timestamp, meter string, watts double").repartition(4)
     result = sq.Binder(spark).bind(readings, df, start="ts", arrival="arrival", advance_time=settings).run(query)
@@ -74,7 +74,7 @@ def check(master: str) -> int:
         before = run_probe(spark.sparkContext)
         print(f"before={sorted(f.module for f in before.failures)}")
         try:
-            run_query(spark)
+            run_query(spark, 42)
         except sq.BindingError as exc:
             print("BindingError:")
             print(exc)
@@ -101,7 +101,7 @@ def session() -> int:
         print(f"conf_python={conf.get('spark.pyspark.python') == sys.executable}")
         print(f"env_python={os.environ.get('PYSPARK_PYTHON') == sys.executable}")
         print(f"worker_python={run_probe(spark.sparkContext).executable == sys.executable}")
-        run_query(spark)
+        run_query(spark, 14)  # two late readings
         return 0
     finally:
         spark.stop()

@@ -133,11 +133,11 @@ def _moved(value: Any, by: int, last: bool) -> Any:
     parts would be late), every other ``INFINITY`` and every null time stays."""
     if isinstance(value, list):
         return [_moved(v, by, last) for v in value]
-    if isinstance(value, tuple) and not attrs.has(type(value)):
+    if isinstance(value, tuple):
         return tuple(_moved(v, by, last) for v in value)
     if isinstance(value, dict):
         return {k: _moved(v, by, last) for k, v in value.items()}
-    if isinstance(value, sq.Cti) and value.time == sq.INFINITY and not last:
+    if isinstance(value, sq.Cti) and _infinite(value.time) and not last:
         return sq.Cti(by + SPACING // 2)
     if not attrs.has(type(value)):
         return value
@@ -145,8 +145,12 @@ def _moved(value: Any, by: int, last: bool) -> Any:
     return attrs.evolve(value, **{f: _later(t, by) for f, t in times.items()})
 
 
+def _infinite(t: Any) -> bool:
+    return t is not None and to_micros(t) > MAX_MICROS
+
+
 def _later(t: Any, by: int) -> Any:
-    if t is None or to_micros(t) > MAX_MICROS:  # a null (a bad row) or INFINITY
+    if t is None or _infinite(t):  # a null (a bad row) or INFINITY
         return t
     return t + (timedelta(microseconds=by) if isinstance(t, datetime) else by)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import uuid
+import warnings
 from types import MappingProxyType
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from streamql.advance_time import AdvanceTimeSettings
-from streamql.errors import BindingError, errors_naming
+from streamql.errors import ArrivalOrderWarning, BindingError, errors_naming
 from streamql.events import Edge, EdgeKind, Event, Late, Result, Shape, late_order
 from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import Input, Node, inputs_of
@@ -132,6 +133,7 @@ class Binder:
         binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows)
         check_binding(binding)
         if not source.isStreaming:
+            _warn_of_file_order(binding)
             binding = attrs.evolve(binding, source=with_stable_partitions(source))
         return Binder(self._spark, {**self._bindings, stream.node.name: binding})
 
@@ -405,6 +407,24 @@ class Binder:
         check_workers(self._spark)
         return start_many(self._spark, self._bindings, queries, sinks=sinks, checkpoint=checkpoint, format=format,
                           name=name)
+
+
+def _warn_of_file_order(b: Binding) -> None:
+    """Warns (``ArrivalOrderWarning``) when a batch input whose arrival order decides its CTIs
+    (generated, imported or CTI rows) reads several files and has no arrival column: its arrival
+    order is then the order Spark reads the files in — largest first, as Spark packs a scan's
+    files into partitions by size, not by name — and events of a file read after a later one can
+    be late (docs/binding.md#arrival-order-and-files)."""
+    if b.arrival is not None or (b.advance_time is None and b.kind is None):
+        return
+    files = b.source.inputFiles()
+    if len(files) > 1:
+        warnings.warn(
+            f"input {b.node.name!r} reads {len(files)} files and has no arrival column: its arrival order is the "
+            "order Spark reads the files in (the largest first, not by name), so the events of a file read after "
+            "a later one can be late by its CTIs. Bind arrival= to a column that gives the arrival order (e.g. a "
+            "load time or offset, or the start column for data that arrived in time order)",
+            ArrivalOrderWarning, stacklevel=3)
 
 
 def save_mode(mode: str) -> str:

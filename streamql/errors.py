@@ -27,8 +27,11 @@ class BadInputError(StreamqlError):
 
 
 class ArrivalOrderWarning(UserWarning):
-    """A running query's input received rows whose arrival values are before those of an earlier
-    micro-batch: their events can be late by the CTIs already committed (docs/streaming.md)."""
+    """An input's arrival order is probably not the one meant: a running query's input received
+    rows whose arrival values are before those of an earlier micro-batch (docs/streaming.md), or a
+    batch input reads several files without an arrival column, so Spark's file order — largest
+    first — is its arrival order (docs/binding.md). Its events can be late by CTIs of rows that
+    arrived before them only in that order."""
 
 
 @contextmanager

@@ -1,0 +1,130 @@
+"""What the first query of a session costs beside the second, for streamql and for the hand-written
+PySpark baseline, each in sessions of its own, in one run.
+
+    .venv/bin/python benchmarks/first_query.py [--only ROW,ROW] [--events N] [--sessions S]
+
+A user running one query from a script pays for a fresh session: the JVM's warm-up (class
+loading, the JIT, code generation) and, for streamql, the Python workers its arrival-order scan
+runs in. Issue 25's target is "the first query of a session within 1 s of the second". This
+measures both sides of it: for each row (``benchmarks/run.py``'s rows, default ``hopping-count``
+and ``followed-by``) its input is written once as one parquet file (read back in the order it was written), then every session is a new Python
+process with a new SparkSession (``local[2]``, as ``run.py``'s) that reads those files and runs
+the same job twice, timing each (the session's start-up is not counted). A streamql session
+runs the streamql query, a baseline session the baseline's job; ``--sessions`` sessions of
+each, alternating, and the table prints the medians: first, second, their difference, and the
+phases of streamql's first query (its worker check starts the Python workers).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from pyspark.sql import SparkSession
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as rows  # noqa: E402 - benchmarks/run.py, beside this file
+
+from streamql.spark.runtime.phases import recording  # noqa: E402
+
+DEFAULT_ROWS = "hopping-count,followed-by"
+#: each row's events here (a script's query rather than the throughput rows' millions)
+DEFAULT_EVENTS = 1_000_000
+
+
+def session() -> SparkSession:
+    spark = (SparkSession.builder.master("local[2]").appName("streamql-first-query")
+             .config("spark.sql.shuffle.partitions", "8")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.driver.memory", "4g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def child(side: str, row: str, stored: str) -> None:
+    """One session: the row's job twice over the stored input; prints the times as JSON."""
+    spark = session()
+    case = next(c for c in rows.CASES if c.name == row)
+    source = spark.read.parquet(stored)
+    times: list[float] = []
+    phases = ""
+    for _ in range(2):
+        out = tempfile.mkdtemp(prefix="streamql-first-")
+        began = time.perf_counter()
+        if side == "streamql":
+            binder, q = rows.binding(spark, case, source)
+            with recording(spark) as recorded:
+                binder.write(q, out, mode="overwrite")
+            phases = phases or recorded.table()
+        else:
+            case.baseline(source).write.mode("overwrite").parquet(out)
+        times.append(time.perf_counter() - began)
+        shutil.rmtree(out, ignore_errors=True)
+    print(json.dumps({"times": times, "phases": phases}))
+    spark.stop()
+
+
+def run_session(side: str, row: str, stored: str) -> dict[str, object]:
+    """A new process, a new session: its two times and streamql's first phases."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", side, row, stored],
+                          capture_output=True, text=True, check=True, env=os.environ)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default=DEFAULT_ROWS)
+    parser.add_argument("--events", type=int, default=DEFAULT_EVENTS)
+    parser.add_argument("--sessions", type=int, default=3, help="sessions of each side per row")
+    parser.add_argument("--child", nargs=3, metavar=("SIDE", "ROW", "STORED"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers use this interpreter
+    if args.child is not None:
+        child(*args.child)
+        return 0
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = sorted(set(names) - {c.name for c in rows.CASES})
+    if unknown:
+        parser.error(f"unknown rows {', '.join(unknown)}")
+    load = os.getloadavg()
+    table: list[tuple[str, str, float, float, str]] = []
+    for row in names:
+        case = next(c for c in rows.CASES if c.name == row)
+        stored = tempfile.mkdtemp(prefix="streamql-first-input-")
+        spark = session()
+        # one file: read back in the order it was written (the arrival order of an input without an
+        # arrival column is the read order, and Spark orders the files of a directory by size)
+        rows.row_source(spark, case, args.events, 8).coalesce(1).write.mode("overwrite").parquet(stored)
+        spark.stop()
+        results: dict[str, list[dict[str, object]]] = {"streamql": [], "baseline": []}
+        for _ in range(args.sessions):
+            for side in results:
+                results[side].append(run_session(side, row, stored))
+        for side, runs in results.items():
+            first = statistics.median(float(r["times"][0]) for r in runs)  # type: ignore[index]
+            second = statistics.median(float(r["times"][1]) for r in runs)  # type: ignore[index]
+            table.append((f"{row} ({args.events / 1e6:g} M events)", side, first, second,
+                          str(runs[-1]["phases"]) if side == "streamql" else ""))
+        shutil.rmtree(stored, ignore_errors=True)
+    print(f"\nload before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: "
+          + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f"; medians of {args.sessions} sessions each")
+    width = max(len(r[0]) for r in table)
+    print(f"{'row':<{width}}  {'side':<8}  first s  second s  first - second")
+    for label, side, first, second, _ in table:
+        print(f"{label:<{width}}  {side:<8}  {first:7.2f}  {second:8.2f}  {first - second:14.2f}")
+    for label, side, _, _, phases in table:
+        if phases:
+            print(f"{label}, streamql's first query (last session): {phases}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

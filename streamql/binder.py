@@ -23,7 +23,7 @@ from streamql.query.stream import Stream
 from streamql.spark.base.columns import END, START
 from streamql.spark.ingress.binding import Binding, check_binding
 from streamql.spark.ingress.scan import Ingress
-from streamql.spark.ingress.imports import scan_input, scan_order
+from streamql.spark.ingress.imports import first_passes, scan_input, scan_order
 from streamql.spark import operators as _operators  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
@@ -173,9 +173,12 @@ class Binder:
             check_workers(self._spark)  # once per SparkContext, before the query's first job
         ingresses: dict[str, Ingress] = {}
         try:
-            for name in self._scan_order(set(read)):
+            order = self._scan_order(set(read))
+            # the inputs' first summary passes in one job (each input's own job where there is one)
+            first = first_passes(self._bindings, order)
+            for name in order:
                 with errors_naming(readers.get(name, ()) if readers is not None else ()):
-                    ingresses[name] = scan_input(self._bindings, name, ingresses)
+                    ingresses[name] = scan_input(self._bindings, name, ingresses, first=first.get(name))
         except BaseException:
             for done in ingresses.values():
                 for df in done.persisted:

@@ -8,7 +8,7 @@ from typing import Mapping
 from streamql.errors import BindingError
 from streamql.spark.ingress.arrival_scan import ScanState
 from streamql.spark.ingress.binding import Binding
-from streamql.spark.ingress.scan import Imported, Ingress, Wanted, run_ingress
+from streamql.spark.ingress.scan import Imported, Ingress, Wanted, Summarized, first_passes, run_ingress
 
 
 def scan_order(bindings: Mapping[str, Binding], read: set[str]) -> list[str]:
@@ -35,11 +35,12 @@ def scan_order(bindings: Mapping[str, Binding], read: set[str]) -> list[str]:
 
 def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, Ingress],
                initial: ScanState = ScanState(), match_edges: bool = True, final: bool = True,
-               first_position: int = 0) -> Ingress:
+               first_position: int = 0, first: Summarized | None = None) -> Ingress:
     """Scans input ``name`` (``done``: the inputs scanned before it, in ``scan_order``). A
     streaming step scans its micro-batch from the carried state (``initial``), matches edges
     itself, and flushes only when the run stops (``final``); ``first_position``: the input's rows
-    in the micro-batches before."""
+    in the micro-batches before; ``first``: its first summary pass, made with the other inputs'
+    (``first_passes``)."""
     b = bindings[name]
     settings = b.advance_time
     imported = None
@@ -60,7 +61,7 @@ def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, In
         for other in bindings.values())
     flush = final and settings is not None and settings.generation is not None and settings.generation.flush
     return run_ingress(b, imported, Wanted(flush=flush, cti_steps=cti_steps, match_edges=match_edges, initial=initial,
-                                           first_position=first_position))
+                                           first_position=first_position), first)
 
 
-__all__ = ["scan_input", "scan_order"]
+__all__ = ["first_passes", "scan_input", "scan_order"]

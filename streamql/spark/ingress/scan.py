@@ -5,7 +5,7 @@ late events — and its decisions (drops, moved starts and ends) are applied to 
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -78,6 +78,11 @@ _SUMMARY_ARROW = pa.schema([
     ("arrival_least", pa.int64()), ("arrival_greatest", pa.int64()),
 ])
 
+#: the column of ``first_passes``' rows (and summaries) that tells the inputs apart
+_INPUT = "input"
+_INPUTS_SUMMARY_SCHEMA = T.StructType([T.StructField(_INPUT, T.IntegerType()), *_SUMMARY_SCHEMA.fields])
+_INPUTS_SUMMARY_ARROW = pa.schema([pa.field(_INPUT, pa.int32()), *_SUMMARY_ARROW])
+
 _SIMULATION_ARROW = pa.schema([
     ("record", pa.int32()), ("seq", pa.int64()), ("action", pa.int32()), ("time", pa.int64()),
     ("cti", pa.int64()), ("count", pa.int64()), ("max_start", pa.int64()),
@@ -115,14 +120,44 @@ def _summarize_units(settings: scan.ScanSettings) -> Any:
         table = _table(batches)
         if table is None:
             return
-        # the arrival values come along only in partition order, where the partition is one unit
-        arrivals = table.column("arrival") if "arrival" in table.schema.names else None
-        summaries = [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals),
-                      **_start_facts(rows)} for unit, rows in _units_of(table)]
+        summaries = _summaries_of(table, settings)
         if summaries:
-            yield pa.RecordBatch.from_pylist([{**s, "tail_max": list(s["tail_max"])} for s in summaries],
-                                             schema=_SUMMARY_ARROW)
+            yield _summary_batch(summaries, _SUMMARY_ARROW)
     return run
+
+
+def _summarize_inputs(inputs: Mapping[int, tuple[scan.ScanSettings, bool]]) -> Any:
+    """The ``mapInArrow`` function of the summary pass over several inputs at once (``first_passes``):
+    one summary row per input and scan unit. ``inputs``: by the number in the rows' ``input``
+    column, the input's settings and whether its arrival values come along. A partition of a
+    union holds one child's partition (or one of each child's): the rows of each input are split
+    off and summarised as that input's own pass would."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _table(batches)
+        if table is None:
+            return
+        numbers = table.column(_INPUT).to_numpy()
+        for number in (int(n) for n in np.unique(numbers)):
+            part = table.filter(pa.array(numbers == number)).drop_columns([_INPUT])
+            settings, with_arrival = inputs[number]
+            if not with_arrival:
+                part = part.drop_columns(["arrival"])
+            summaries = [{**s, _INPUT: number} for s in _summaries_of(part, settings)]
+            if summaries:
+                yield _summary_batch(summaries, _INPUTS_SUMMARY_ARROW)
+    return run
+
+
+def _summaries_of(table: pa.Table, settings: scan.ScanSettings) -> list[dict[str, Any]]:
+    """The summaries of the scan units of one Spark partition's rows of one input."""
+    # the arrival values come along only in partition order, where the partition is one unit
+    arrivals = table.column("arrival") if "arrival" in table.schema.names else None
+    return [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals), **_start_facts(rows)}
+            for unit, rows in _units_of(table)]
+
+
+def _summary_batch(summaries: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([{**s, "tail_max": list(s["tail_max"])} for s in summaries], schema=schema)
 
 
 def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
@@ -335,14 +370,16 @@ class Wanted:
     first_position: int = 0
 
 
-def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = Wanted()) -> Ingress:
+def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = Wanted(),
+                first: Summarized | None = None) -> Ingress:
     """Scans one input: summarises its scan units, simulates those that may hold late events,
     applies the decisions to the events and, for an EDGE input, matches its edges. ``imported``:
-    the scan of the input whose CTIs this one imports.
+    the scan of the input whose CTIs this one imports; ``first``: its first summary pass, made
+    with other inputs' (``first_passes``).
 
     ``run_ingress(b, wanted=Wanted(flush=True)).final_cti == INFINITY_MICROS``
     """
-    s = _summarize(b, imported.cti_rows if imported is not None else None)
+    s = _summarize(b, imported.cti_rows if imported is not None else None, first)
     _check_bad_rows(s)
     walk, simulations, persisted = _walk_simulating(s, wanted.initial)
     decisions = _decisions(walk, simulations)
@@ -370,7 +407,7 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
 
 
 @attrs.frozen(eq=False)
-class _Summarized:
+class Summarized:
     """An input's rows in arrival order (``prepare``) with one summary per scan unit, in unit order."""
 
     b: Binding
@@ -412,14 +449,18 @@ class _Summarized:
         return late.arrival_of(self.prepared, self.b.arrival is not None, self.unit_rows, first_position)
 
 
-def _summarize(b: Binding, cti_rows: DataFrame | None) -> _Summarized:
+def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None = None) -> Summarized:
     """The input's rows in arrival order, summarised. Most inputs arrive in the order they are
     stored: with an arrival column, the summary's pass in partition order also checks that, and
-    where it holds the arrival numbering (a shuffle and a sort) is not needed."""
+    where it holds the arrival numbering (a shuffle and a sort) is not needed. ``first``: that
+    pass (in partition order) made already, with other inputs' (``first_passes``)."""
     settings = scan_settings(b.advance_time)
     sketches = None
+    if first is not None and b.arrival is None:
+        return first
     if b.arrival is not None and cti_rows is None:
-        stored = _summarized(b, prepare(b, partition_order=True), settings, imports_ctis=False, with_arrival=True)
+        stored = first if first is not None else _summarized(b, prepare(b, partition_order=True), settings,
+                                                             imports_ctis=False, with_arrival=True)
         if _in_partition_order(stored.summaries):
             return stored
         # the numbering's ranges from the pass just made, not from a quantile job of their own
@@ -432,7 +473,7 @@ def _summarize(b: Binding, cti_rows: DataFrame | None) -> _Summarized:
 
 
 def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, imports_ctis: bool,
-                with_arrival: bool) -> _Summarized:
+                with_arrival: bool) -> Summarized:
     """``prepared`` with its summaries: one row per scan unit comes to the driver, which combines
     them (docs/architecture.md#a-batch-run)."""
     compact = _compact(prepared, b, imports_ctis, with_seq=False, with_arrival=with_arrival)
@@ -440,8 +481,65 @@ def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, im
         summaries = sorted((row.asDict() for row in
                             compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
                            key=lambda r: r["unit"])
-    return _Summarized(b, prepared, summaries, settings, imports_ctis,
+    return Summarized(b, prepared, summaries, settings, imports_ctis,
                        _arrival_range(summaries) if with_arrival else None)
+
+
+def first_passes(bindings: Mapping[str, Binding], names: Sequence[str]) -> dict[str, Summarized]:
+    """The first summary pass (in partition order) of each input of ``names`` that needs no other
+    input's scan first — all but one that imports CTIs on one arrival clock — made for all of them
+    in one Spark job over the union of their time columns, where there are several; ``run_ingress``
+    takes its input's from here (``first``) instead of a job of its own. Empty for fewer than two:
+    each input's own pass is the one job."""
+    eligible = [name for name in names if not _on_one_clock(bindings, name)]
+    if len(eligible) < 2:
+        return {}
+    parts: list[DataFrame] = []
+    inputs: dict[int, tuple[scan.ScanSettings, bool]] = {}
+    prepared: dict[str, DataFrame] = {}
+    for number, name in enumerate(eligible):
+        b = bindings[name]
+        prepared[name] = prepare(b, partition_order=True)
+        compact = _compact(prepared[name], b, imports_ctis=False, with_seq=True, with_arrival=b.arrival is not None)
+        parts.append(_as_input(compact, number))
+        inputs[number] = (scan_settings(b.advance_time), b.arrival is not None)
+    together = parts[0]
+    for part in parts[1:]:
+        together = together.unionByName(part)
+    with phase("scan summary"):
+        rows = together.mapInArrow(_summarize_inputs(inputs), _INPUTS_SUMMARY_SCHEMA).collect()
+    summaries: dict[int, list[dict[str, Any]]] = {number: [] for number in inputs}
+    for row in rows:
+        summary = row.asDict()
+        summaries[summary.pop(_INPUT)].append(summary)
+    passes = {}
+    for number, name in enumerate(eligible):
+        own = sorted(summaries[number], key=lambda r: r["unit"])
+        settings, with_arrival = inputs[number]
+        passes[name] = Summarized(bindings[name], prepared[name], own, settings, False,
+                                   _arrival_range(own) if with_arrival else None)
+    return passes
+
+
+def _on_one_clock(bindings: Mapping[str, Binding], name: str) -> bool:
+    """Whether input ``name`` imports CTIs on one arrival clock: its numbering takes the imported
+    CTI rows in, so its scan waits for the other input's."""
+    b = bindings[name]
+    imported = b.advance_time.import_ if b.advance_time is not None else None
+    return imported is not None and b.arrival is not None and bindings[imported.from_input].arrival is not None
+
+
+def _as_input(compact: DataFrame, number: int) -> DataFrame:
+    """``compact`` with the columns every input's rows have in ``first_passes``' union, and its
+    number: ``kind`` an INSERT where the input has none (as ``arrival_scan.rows_of`` takes a
+    missing column), ``end`` and ``arrival`` null (``_compact`` leaves ``end`` out where no
+    decision reads it)."""
+    names = set(compact.columns)
+    return compact.select(
+        F.lit(number).alias(_INPUT), F.col("start"),
+        (F.col("kind") if "kind" in names else F.lit(scan.INSERT)).cast("int").alias("kind"),
+        (F.col("end") if "end" in names else F.lit(None)).cast("long").alias("end"),
+        F.col("seq"), (F.col("arrival") if "arrival" in names else F.lit(None)).cast("long").alias("arrival"))
 
 
 def _arrival_range(summaries: list[dict[str, Any]]) -> tuple[int, int] | None:
@@ -451,7 +549,7 @@ def _arrival_range(summaries: list[dict[str, Any]]) -> tuple[int, int] | None:
     return (min(least), max(greatest)) if least else None
 
 
-def _check_bad_rows(s: _Summarized) -> None:
+def _check_bad_rows(s: Summarized) -> None:
     """Refuses an input with bad rows (its first one) unless it is bound with ``bad_rows="drop"``."""
     if not s.bad_rows or s.b.bad_rows != "error":
         return
@@ -527,7 +625,7 @@ class _Walk:
     pending: dict[int, scan.ScanState]  # units to simulate next, from these states (the first: exact)
 
 
-def _walk_simulating(s: _Summarized, initial: scan.ScanState) -> tuple[_Walk, _Simulations, list[DataFrame]]:
+def _walk_simulating(s: Summarized, initial: scan.ScanState) -> tuple[_Walk, _Simulations, list[DataFrame]]:
     """The exact walk over the units, the simulations it took, and the DataFrames they persisted.
 
     Walk the units with the exact state. A unit whose summary decides, or that was simulated
@@ -667,7 +765,7 @@ class _Ctis:
         return None if self.final == scan.NONE else self.final
 
 
-def _ctis(s: _Summarized, walk: _Walk, imported: Imported | None, wanted: Wanted) -> _Ctis:
+def _ctis(s: Summarized, walk: _Walk, imported: Imported | None, wanted: Wanted) -> _Ctis:
     """The input's CTIs: its own after the walk, then the flush's, then those it imports."""
     final = walk.state.cti
     ctis = _Ctis(final, None if final in (scan.NONE, INFINITY_MICROS) else final)
@@ -697,7 +795,7 @@ def _with_imported(ctis: _Ctis, imported: Imported) -> _Ctis:
     return _Ctis(final, finite, reached)
 
 
-def _reached_infinity(s: _Summarized, walk: _Walk, first_position: int) -> tuple[int | None, int]:
+def _reached_infinity(s: Summarized, walk: _Walk, first_position: int) -> tuple[int | None, int]:
     """For an input whose CTI rows took its CTI to INFINITY: its greatest finite CTI before (the
     finite CTIs at the same arrival included: they come first) and the arrival of that row (as
     ``late.arrival_of`` numbers it). Only the scan unit where it happened is simulated again."""
@@ -719,7 +817,7 @@ def _reached_infinity(s: _Summarized, walk: _Walk, first_position: int) -> tuple
     return (max(before) if before else None), int(row["arrival"])
 
 
-def _cti_steps(s: _Summarized, states: Mapping[int, scan.ScanState]) -> DataFrame:
+def _cti_steps(s: Summarized, states: Mapping[int, scan.ScanState]) -> DataFrame:
     """Every change of this input's CTI, at the arrival of the row after which it happened."""
     simulated = s.compact(with_seq=True).mapInArrow(_simulate_units(dict(states), s.settings), _SIMULATION_SCHEMA)
     steps = simulated.filter(F.col("record") == 2).select(F.col("seq").alias("_sq_step_seq"),
@@ -762,7 +860,7 @@ class _Accepted:
     late: DataFrame | None = None
 
 
-def _accepted_events(s: _Summarized, events: DataFrame, decisions: _Decisions, arrival: Column) -> _Accepted:
+def _accepted_events(s: Summarized, events: DataFrame, decisions: _Decisions, arrival: Column) -> _Accepted:
     """An input of INSERTs: the late events dropped, or their starts moved."""
     records = late.decided_rows(events, arrival, s.payload) if decisions.records else None
     events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
@@ -777,13 +875,13 @@ def _with_late_arrival(edges: DataFrame, arrival: Column) -> DataFrame:
     return edges.withColumn(LATE_ARRIVAL, arrival)
 
 
-def _scanned_edges(s: _Summarized, edges: DataFrame) -> _Accepted:
+def _scanned_edges(s: Summarized, edges: DataFrame) -> _Accepted:
     """An EDGE input whose caller matches the edges (a streaming step): the scanned edge rows, with
     the scan's decisions; the step counts and records the events its matching decides."""
     return _Accepted(edges.select(KIND, SEQ, START, END, ACTION, MOVED_TO, *s.payload, LATE_ARRIVAL))
 
 
-def _matched_edges(s: _Summarized, edges: DataFrame, ctis: _Ctis, persisted: list[DataFrame]) -> _Accepted:
+def _matched_edges(s: Summarized, edges: DataFrame, ctis: _Ctis, persisted: list[DataFrame]) -> _Accepted:
     """An EDGE input: the end edges matched to their start edges (``match_end_edges``); refuses an
     unmatched end edge unless bound with ``bad_rows="drop"``. The scan's counts include end edges
     that turn out unmatched: the matching counts instead."""

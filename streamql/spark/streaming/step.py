@@ -47,7 +47,7 @@ from streamql.spark.streaming.state import Carried, InputState, RunState, observ
 from streamql.spark.streaming.partials import PARTIALS, incremental_window, merge_columns, result_columns, \
     row_partials
 from streamql.spark.operators.flow import shifted
-from streamql.spark.ingress.imports import scan_input, scan_order
+from streamql.spark.ingress.imports import first_passes, scan_input, scan_order
 from streamql.spark.windows.grouping import window_input, window_output
 from streamql.time import INFINITY_MICROS
 
@@ -225,9 +225,11 @@ def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: 
             rows = spark.createDataFrame([], b.source.schema)
         sources[name] = attrs.evolve(b, source=rows)
     ingresses: dict[str, Ingress] = {}
-    for name in scan_order(sources, set(inputs)):
+    order = scan_order(sources, set(inputs))
+    first = first_passes(sources, order)  # the inputs' first summary passes in one job
+    for name in order:
         ingresses[name] = scan_input(sources, name, ingresses, initial=inputs[name].scan, match_edges=False,
-                                     final=final, first_position=inputs[name].rows)
+                                     final=final, first_position=inputs[name].rows, first=first.get(name))
     return ingresses
 
 

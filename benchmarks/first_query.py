@@ -5,14 +5,15 @@ PySpark baseline, each in sessions of its own, in one run.
 
 A user running one query from a script pays for a fresh session: the JVM's warm-up (class
 loading, the JIT, code generation) and, for streamql, the Python workers its arrival-order scan
-runs in. Issue 25's target is "the first query of a session within 1 s of the second". This
-measures both sides of it: for each row (``benchmarks/run.py``'s rows, default ``hopping-count``
-and ``followed-by``) its input is written once as one parquet file (read back in the order it was written), then every session is a new Python
-process with a new SparkSession (``local[2]``, as ``run.py``'s) that reads those files and runs
-the same job twice, timing each (the session's start-up is not counted). A streamql session
-runs the streamql query, a baseline session the baseline's job; ``--sessions`` sessions of
-each, alternating, and the table prints the medians: first, second, their difference, and the
-phases of streamql's first query (its worker check starts the Python workers).
+runs in. The target is "the first query of a session within 1 s of the second"; this measures
+both sides of it. For each row (``benchmarks/run.py``'s rows, default ``hopping-count`` and
+``followed-by``) the input is written once as one parquet file (read back in the order it was
+written), then every session is a new Python process with a new SparkSession (``run.session``)
+that reads that file and runs the same job twice, timing each (the session's start-up is not
+counted). A streamql session runs the streamql query, a baseline session the baseline's job;
+``--sessions`` sessions of each, alternating, and the table prints the medians: first, second,
+their difference, and the phases of streamql's first query (its worker check starts the Python
+workers).
 """
 from __future__ import annotations
 
@@ -26,8 +27,6 @@ import sys
 import tempfile
 import time
 
-from pyspark.sql import SparkSession
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as rows  # noqa: E402 - benchmarks/run.py, beside this file
 
@@ -38,20 +37,9 @@ DEFAULT_ROWS = "hopping-count,followed-by"
 DEFAULT_EVENTS = 1_000_000
 
 
-def session() -> SparkSession:
-    spark = (SparkSession.builder.master("local[2]").appName("streamql-first-query")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "4g")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def child(side: str, row: str, stored: str) -> None:
     """One session: the row's job twice over the stored input; prints the times as JSON."""
-    spark = session()
+    spark = rows.session("streamql-first-query")
     case = next(c for c in rows.CASES if c.name == row)
     source = spark.read.parquet(stored)
     times: list[float] = []
@@ -99,7 +87,7 @@ def main() -> int:
     for row in names:
         case = next(c for c in rows.CASES if c.name == row)
         stored = tempfile.mkdtemp(prefix="streamql-first-input-")
-        spark = session()
+        spark = rows.session("streamql-first-query")
         # one file: read back in the order it was written (the arrival order of an input without an
         # arrival column is the read order, and Spark orders the files of a directory by size)
         rows.row_source(spark, case, args.events, 8).coalesce(1).write.mode("overwrite").parquet(stored)

@@ -1035,6 +1035,18 @@ def check(spark: SparkSession, case: Case, events: int, partitions: int) -> bool
 
 # --- main -----------------------------------------------------------------------------------
 
+def session(app: str) -> SparkSession:
+    """The benchmarks' session: ``local[2]``, 8 shuffle partitions, UTC, a 4 GiB driver, quiet."""
+    spark = (SparkSession.builder.master("local[2]").appName(app)
+             .config("spark.sql.shuffle.partitions", "8")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.driver.memory", "4g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=None, help="events per row (default: each row's own)")
@@ -1060,13 +1072,7 @@ def main() -> int:
         streaming_row = "stream" in names
         many_row = "many" in names
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers use this interpreter
-    spark = (SparkSession.builder.master("local[2]").appName("streamql-benchmarks")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "4g")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("streamql-benchmarks")
     check_workers(spark)  # the binder's one job per session, here rather than in the first timed run
     try:
         if args.check:

@@ -8,7 +8,7 @@ from typing import Mapping
 from streamql.errors import BindingError
 from streamql.spark.ingress.arrival_scan import ScanState
 from streamql.spark.ingress.binding import Binding
-from streamql.spark.ingress.scan import Imported, Ingress, Wanted, Summarized, first_passes, run_ingress
+from streamql.spark.ingress.scan import Imported, Ingress, Summarized, Wanted, first_passes, on_one_clock, run_ingress
 
 
 def scan_order(bindings: Mapping[str, Binding], read: set[str]) -> list[str]:
@@ -46,7 +46,7 @@ def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, In
     imported = None
     if settings is not None and settings.import_ is not None:
         source = settings.import_.from_input
-        one_clock = b.arrival is not None and bindings[source].arrival is not None
+        one_clock = on_one_clock(bindings, name)
         imported = Imported(done[source], one_clock)
         if one_clock:
             mine = b.source.schema[b.arrival].dataType if b.arrival else None

@@ -491,7 +491,7 @@ def first_passes(bindings: Mapping[str, Binding], names: Sequence[str]) -> dict[
     in one Spark job over the union of their time columns, where there are several; ``run_ingress``
     takes its input's from here (``first``) instead of a job of its own. Empty for fewer than two:
     each input's own pass is the one job."""
-    eligible = [name for name in names if not _on_one_clock(bindings, name)]
+    eligible = [name for name in names if not on_one_clock(bindings, name)]
     if len(eligible) < 2:
         return {}
     parts: list[DataFrame] = []
@@ -521,9 +521,9 @@ def first_passes(bindings: Mapping[str, Binding], names: Sequence[str]) -> dict[
     return passes
 
 
-def _on_one_clock(bindings: Mapping[str, Binding], name: str) -> bool:
-    """Whether input ``name`` imports CTIs on one arrival clock: its numbering takes the imported
-    CTI rows in, so its scan waits for the other input's."""
+def on_one_clock(bindings: Mapping[str, Binding], name: str) -> bool:
+    """Whether input ``name`` imports CTIs on one arrival clock (both inputs have arrival columns):
+    its numbering takes the imported CTI rows in, so its scan waits for the other input's."""
     b = bindings[name]
     imported = b.advance_time.import_ if b.advance_time is not None else None
     return imported is not None and b.arrival is not None and bindings[imported.from_input].arrival is not None
@@ -913,4 +913,4 @@ def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInput
                          "bind with bad_rows='drop' to drop and count such rows")
 
 
-__all__ = ["Imported", "Ingress", "Wanted", "run_ingress"]
+__all__ = ["Imported", "Ingress", "Summarized", "Wanted", "first_passes", "on_one_clock", "run_ingress"]

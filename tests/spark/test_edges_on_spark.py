@@ -305,6 +305,7 @@ def test_late_end_edge_without_an_open_start_edge_takes_a_dropped_one(spark: Spa
     assert extra.events == [ev(12, 22, "a")] and (extra.dropped, extra.bad_rows) == (2, 1)
 
 
+@pytest.mark.slow  # the deep tier: a hand-worked case of micro-batches (the default tier's time)
 def test_ignored_end_edge_counts_in_the_micro_batch_it_arrives_in(spark: SparkSession) -> None:
     micro_batches: list[list[InputItem[Signal]]] = [
         [sq.StartEdge(12, Signal("a")), sq.Cti(15)], [sq.EndEdge(12, 14, Signal("a"))],
@@ -328,6 +329,7 @@ def test_ignored_end_edge_counts_in_the_micro_batch_it_arrives_in(spark: SparkSe
 # --- a start edge that ADJUST moved to the CTI is not stable while open (issue 13, bug 1) -----------
 
 
+@pytest.mark.slow  # the deep tier: a hand-worked case of micro-batches (the default tier's time)
 def test_start_edge_moved_to_the_cti_is_not_stable_while_open(spark: SparkSession) -> None:
     # ADJUST: S(5, a), Cti(6), S(1, b) moved to 6. keep_last(1) ends a at 6, where b starts — but an
     # end edge at 6 would empty b and remove it, so b's start is not stable, nor is a's end

@@ -11,6 +11,7 @@ from typing import Any, Sequence, cast
 import attrs
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
+import pytest
 from pyspark.sql import SparkSession
 
 import streamql as sq
@@ -106,6 +107,7 @@ def test_late_records_of_edges_in_micro_batches_equal_the_reference(spark: Spark
     check(spark, data, sq.Shape.EDGE, data.draw(side_by_side(edge_items()), label="items"), at)
 
 
+@pytest.mark.slow  # the deep tier: a hand-worked case of micro-batches (the default tier's time)
 def test_an_open_edge_event_moved_by_adjust_is_recorded_once_even_after_a_cti_at_infinity(
         spark: SparkSession) -> None:
     # a start edge moved by ADJUST stays open past a CTI at INFINITY: c's end edge still comes after

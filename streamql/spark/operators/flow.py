@@ -231,14 +231,32 @@ def end_floor(cti: Cti, closed: Column | None = None, end: Column | None = None,
 def shifted(t: Column, d: Column | int) -> Column:
     """Saturating ``t + d`` (``streamql.time.shift`` as a Column): INFINITY stays, overflow saturates.
 
-    ``d`` is clamped to the span of representable times first, so ``t + d`` fits in a long."""
-    delta = F.lit(d) if isinstance(d, int) else F.greatest(F.least(d, F.lit(MAX_SPAN_MICROS)),
-                                                           F.lit(-MAX_SPAN_MICROS))
-    moved = t + delta
-    return (F.when(t == F.lit(INFINITY_MICROS), F.lit(INFINITY_MICROS))
-            .when(moved > F.lit(MAX_MICROS), F.lit(INFINITY_MICROS))
-            .otherwise(F.greatest(moved, F.lit(MIN_MICROS))))
+    ``d`` is clamped to the span of representable times first. ``t`` appears once in the
+    expression, so that a chain of shifts adds a bounded expression per step: a form referring to
+    ``t`` three times tripled the plan per step once Catalyst pushed each shift's filter down through
+    the projections before it (docs/architecture.md#plans-grow-linearly). As ``greatest(t + d, MIN)``
+    does, a null ``t`` gives MIN."""
+    if isinstance(d, int):
+        d = max(-MAX_SPAN_MICROS, min(MAX_SPAN_MICROS, d))
+        return _moved(t, F.lit(MIN_MICROS - d), F.lit(MAX_MICROS - d))
+    delta = F.greatest(F.least(d, F.lit(MAX_SPAN_MICROS)), F.lit(-MAX_SPAN_MICROS))
+    return _moved(t, F.lit(MIN_MICROS) - delta, F.lit(MAX_MICROS) - delta)
 
+
+_LONG_MAX = 2**63 - 1
+
+
+def _moved(t: Column, low: Column, last: Column) -> Column:
+    """``t`` moved by ``d``, given ``low = MIN - d`` and ``last = MAX - d`` (the last time that stays
+    finite): ``greatest(t, low) + d`` up to ``last``, INFINITY after it — with ``t`` appearing once.
+    ``nullif`` or ``when`` would refer to the clamped time twice (Catalyst inlines ``nullif(x, c)``
+    as ``if (x = c) null else x``). Instead: once ``t`` is clamped into ``[low, last + 1]``,
+    ``x - last`` is at most 1, and adding ``Long.MaxValue`` to it overflows (``try_add``: null, then
+    INFINITY) exactly past ``last``; otherwise taking ``Long.MaxValue - MAX`` back off gives
+    ``x - last + MAX = x + d``. No step leaves a long, under ANSI arithmetic or not."""
+    clamped = F.least(F.greatest(t, low), last + F.lit(1))
+    lifted = F.try_add(clamped - last, F.lit(_LONG_MAX))
+    return F.coalesce(lifted - F.lit(_LONG_MAX - MAX_MICROS), F.lit(INFINITY_MICROS))
 
 
 def _fields(node: nodes.Node) -> list[str]:
@@ -357,14 +375,16 @@ def _alter_lifetime(node: nodes.AlterLifetime, env: Mapping[str, Flow]) -> Flow:
     moved = duration_micros(node.start_shift)
     start = shifted(F.col(START), moved)
     if node.duration is None:
-        # the floor moves with the end (shifted saturates: it would turn a null floor into a time)
+        # the floor moves with the end (shifted turns a null into MIN: a null floor stays null)
         end, closed = shifted(F.col(END), moved), F.col(CLOSED)
         floor = F.when(F.col(FLOOR).isNotNull(), shifted(F.col(FLOOR), moved)).alias(FLOOR)
     else:
         end, closed, floor = shifted(start, duration_micros(node.duration)), F.col(HEAD), no_floor()
     df = source.frame.select(start.alias(START), end.alias(END), closed.alias(CLOSED), HEAD, floor, *source.keys,
                              *_fields(node))
-    return source.derived(node, df.filter((F.col(END) > F.col(START)) & (F.col(START) < F.lit(INFINITY_MICROS))))
+    # an end is at most INFINITY: an event ending after its start does not start at INFINITY (one
+    # condition, not two: Catalyst pushes it down through every operator before, each time inlined)
+    return source.derived(node, df.filter(F.col(END) > F.col(START)))
 
 
 @compile_node.register

@@ -161,3 +161,34 @@ def test_a_query_unioned_with_itself_shifted_about_doubles_the_plan(classic: Spa
     alone, union = plan_size(b, q), plan_size(b, both)
     assert union <= 2 * alone + PER_OPERATOR + 12 * PER_OPERATOR_BELOW * 2, (alone, union)
     assert b.run(both) == reference(both)
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_the_saturating_shift_equals_time_shift_at_the_edges(spark: SparkSession, ansi: str) -> None:
+    """``flow.shifted`` (one reference to its time) is ``streamql.time.shift`` at the least and greatest
+    times, INFINITY and the largest shifts both ways, by a constant and by a column, with ANSI
+    arithmetic or not (no step overflows); a null time gives MIN, as the three-branch form did."""
+    from pyspark.sql import functions as F
+
+    from streamql.spark.operators.flow import shifted
+    from streamql.time import INFINITY_MICROS, MAX_MICROS, MAX_SPAN_MICROS, MIN_MICROS, shift
+
+    times = [MIN_MICROS, MIN_MICROS + 1, -5, 0, 7, MAX_MICROS - 3, MAX_MICROS - 1, MAX_MICROS, INFINITY_MICROS, None]
+    moves = [0, 1, -1, 3, -3, MAX_SPAN_MICROS, -MAX_SPAN_MICROS, MAX_SPAN_MICROS - 1, -(MAX_SPAN_MICROS - 1),
+             MAX_MICROS - 10, -(MAX_MICROS - 10), 10**18, -10**18]
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        df = spark.createDataFrame([(t, d) for t in times for d in moves], "t long, d long")
+        by_literal = [F.when(F.col("d") == F.lit(d), shifted(F.col("t"), d)) for d in moves]
+        rows = df.select("t", "d", F.coalesce(*by_literal).alias("by_literal"),
+                         shifted(F.col("t"), F.col("d")).alias("by_column")).collect()
+    finally:
+        if before is None:
+            spark.conf.unset("spark.sql.ansi.enabled")
+        else:
+            spark.conf.set("spark.sql.ansi.enabled", before)
+    assert len(rows) == len(times) * len(moves)
+    for r in rows:
+        expected = MIN_MICROS if r.t is None else shift(r.t, r.d)
+        assert (r.by_literal, r.by_column) == (expected, expected), (r.t, r.d)

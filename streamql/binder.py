@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Literal, Mapping, Sequence, TypeVar
 
 import attrs
+import streamql.spark  # noqa: F401 - first: a clear ImportError when no pyspark module is installed
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 

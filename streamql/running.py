@@ -27,6 +27,7 @@ import warnings
 from typing import Any, Generic, Mapping, TypeVar, cast
 
 import attrs
+import streamql.spark  # noqa: F401 - first: a clear ImportError when no pyspark module is installed
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession

@@ -1,0 +1,41 @@
+"""The PySpark that streamql finds: streamql brings no Spark of its own (``pip install streamql``
+installs none; ``streamql[spark]`` brings ``pyspark``), so it runs on the ``pyspark`` module that
+is there — the ``pyspark`` distribution 3.5 or 4.x, ``pyspark-client`` (Spark Connect only) or
+Databricks Connect — and handles what differs between their versions (docs/compatibility.md)."""
+from __future__ import annotations
+
+import importlib.util
+from functools import cache
+
+#: the oldest Spark version streamql runs on, and the first it does not
+OLDEST = (3, 5)
+TOO_NEW = (5, 0)
+
+_INSTALL = ("pip install 'streamql[spark]' for local Spark (it brings pyspark>=3.5,<5); with Spark Connect only, "
+            "pip install pyspark-client; with Databricks Connect, pip install databricks-connect (and no pyspark "
+            "beside it); on a Databricks cluster, Spark is already there (docs/compatibility.md)")
+
+
+def require_pyspark(what: str) -> None:
+    """Raises ``ImportError`` naming the ``streamql[spark]`` extra and its alternatives when no
+    ``pyspark`` module can be imported, or when its version is not one streamql supports."""
+    if importlib.util.find_spec("pyspark") is None:
+        raise ImportError(f"{what} runs queries on Spark and needs a pyspark module, and none is installed: "
+                          f"{_INSTALL}. The reference evaluator (streamql.reference) needs no Spark.",
+                          name="pyspark")
+    version = pyspark_version()
+    if not OLDEST <= version < TOO_NEW:
+        import pyspark
+
+        raise ImportError(f"{what}: streamql runs on PySpark 3.5 to 4.x; this pyspark module is "
+                          f"{pyspark.__version__} ({pyspark.__file__}): {_INSTALL}", name="pyspark")
+
+
+@cache
+def pyspark_version() -> tuple[int, int]:
+    """The installed ``pyspark`` module's version, as (major, minor): ``pyspark.__version__``
+    (``pyspark-client`` and Databricks Connect set it too: Databricks Connect 16 says 3.5.x)."""
+    import pyspark
+
+    parts = pyspark.__version__.split(".")
+    return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)

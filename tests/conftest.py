@@ -45,8 +45,11 @@ def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
     if CONNECT:
+        from streamql.spark.compat import connect_server_settings
+
         remote = (
             SparkSession.builder.remote("local[2]")
+            .config(map=connect_server_settings())  # PySpark 3.5: the server's package
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
@@ -73,3 +76,15 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks ``compat`` the tests of the compatibility group's sample (tests/compat/sample.py)."""
+    from compat.sample import CLASSIC
+    from compat.sample import CONNECT as CONNECT_SAMPLE
+
+    sample = CONNECT_SAMPLE if CONNECT else CLASSIC
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if any(item.nodeid == n or item.nodeid.startswith(n + "[") or path == n for n in sample):
+            item.add_marker(pytest.mark.compat)

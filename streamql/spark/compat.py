@@ -39,3 +39,15 @@ def pyspark_version() -> tuple[int, int]:
 
     parts = pyspark.__version__.split(".")
     return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+
+
+def connect_server_settings() -> dict[str, str]:
+    """What a local Spark Connect server of this PySpark needs beyond Spark's settings: PySpark 3.5
+    does not bundle the server, so ``spark.jars.packages`` names its package
+    (``org.apache.spark:spark-connect_2.12`` of the same version, which Spark fetches from Maven
+    Central once and keeps in ``~/.ivy2``); 4.x bundles it."""
+    if pyspark_version() >= (4, 0):
+        return {}
+    import pyspark
+
+    return {"spark.jars.packages": f"org.apache.spark:spark-connect_2.12:{pyspark.__version__}"}

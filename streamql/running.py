@@ -39,6 +39,7 @@ from streamql.errors import ArrivalOrderWarning, BindingError, StreamqlError, er
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
+from streamql.spark.compat import ansi_mode
 from streamql.spark.streaming.state import Carried, InputState, StateStore, observed_metrics
 from streamql.spark.streaming.step import ArrivalWentBack, Plan, Step, empty_carried, scan_new_rows, step
 from streamql.spark.ingress.late import late_frame, written_columns
@@ -387,7 +388,9 @@ class _Runner:
             if session is not self.spark:
                 session.conf.set("spark.sql.adaptive.enabled", "false")
             try:
-                self._run(due, self._split(df), batch, final=False, session=session)
+                # a 64-bit overflow is an error in the steps too, whatever the session's ANSI mode
+                with ansi_mode(session):
+                    self._run(due, self._split(df), batch, final=False, session=session)
             finally:
                 if shared:
                     df.unpersist()
@@ -404,7 +407,8 @@ class _Runner:
                     by_batch.setdefault(0 if latest is None else latest + 1, []).append(query)
             for batch, due in sorted(by_batch.items()):
                 # a session of either kind: the step uses only the DataFrame API both have
-                self._run(due, {}, batch, final=True, session=cast(SparkSession, self.spark))
+                with ansi_mode(self.spark):
+                    self._run(due, {}, batch, final=True, session=cast(SparkSession, self.spark))
 
     def _run(self, due: list[_Query], new: Mapping[str, DataFrame], batch: int, final: bool,
              session: SparkSession) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
@@ -38,6 +38,9 @@ SMALL_QUERIES = (("spark.sql.adaptive.enabled", "false"), ("spark.sql.codegen.fa
 #: in the test process, ``SparkSession.builder.remote("local[2]")``): the Spark Connect group
 #: (tests/connect/test_on_spark_connect.py) runs property tests so, in a process of its own
 CONNECT = os.environ.get("STREAMQL_SESSION") == "connect"
+#: PySpark 3.5 bundles no Spark Connect server: ``.ci/matrix`` fetches its jar with Maven and names
+#: it in ``STREAMQL_SPARK_CONNECT_JAR`` (Spark's own fetch, ``spark.jars.packages``, otherwise)
+CONNECT_JARS = {"spark.jars": os.environ["STREAMQL_SPARK_CONNECT_JAR"]} if os.environ.get("STREAMQL_SPARK_CONNECT_JAR") else {}
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +52,8 @@ def spark() -> Iterator[SparkSession]:
 
         remote = (
             SparkSession.builder.remote("local[2]")
-            .config(map=connect_server_settings())  # PySpark 3.5: the server's package
+            .config(map=dict[str, Any](connect_server_settings(CONNECT_JARS)))  # PySpark 3.5: the server's package
+            .config(map=dict[str, Any](CONNECT_JARS))
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")

@@ -4,8 +4,14 @@ is there — the ``pyspark`` distribution 3.5 or 4.x, ``pyspark-client`` (Spark 
 Databricks Connect — and handles what differs between their versions (docs/compatibility.md)."""
 from __future__ import annotations
 
+import functools
 import importlib.util
+from contextlib import contextmanager
 from functools import cache
+from typing import Any, Callable, Iterator, Mapping, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: the oldest Spark version streamql runs on, and the first it does not
 OLDEST = (3, 5)
@@ -41,13 +47,51 @@ def pyspark_version() -> tuple[int, int]:
     return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
 
 
-def connect_server_settings() -> dict[str, str]:
+def connect_server_settings(config: Mapping[str, str] | None = None) -> dict[str, str]:
     """What a local Spark Connect server of this PySpark needs beyond Spark's settings: PySpark 3.5
     does not bundle the server, so ``spark.jars.packages`` names its package
     (``org.apache.spark:spark-connect_2.12`` of the same version, which Spark fetches from Maven
-    Central once and keeps in ``~/.ivy2``); 4.x bundles it."""
+    Central once and keeps in ``~/.ivy2``) unless ``config`` already hands Spark a
+    ``spark-connect`` jar or package; 4.x bundles it."""
     if pyspark_version() >= (4, 0):
+        return {}
+    given = (config or {}).get("spark.jars", "") + "," + (config or {}).get("spark.jars.packages", "")
+    if "spark-connect" in given:
         return {}
     import pyspark
 
     return {"spark.jars.packages": f"org.apache.spark:spark-connect_2.12:{pyspark.__version__}"}
+
+
+ANSI = "spark.sql.ansi.enabled"
+
+
+@contextmanager
+def ansi_mode(spark: Any) -> Iterator[None]:
+    """Spark's ANSI mode for what streamql builds and runs inside: a 64-bit overflow in a payload
+    expression or an aggregate is an error, as in Spark 4's default, never a wrapped-around value
+    (Spark 3.5 runs without ANSI mode by default; a user may turn it off on 4.x). Spark fixes the
+    mode of an expression when it is made (classic) or when the plan is analysed (Spark Connect),
+    so the setting holds while streamql makes and runs its plans and is restored afterwards: the
+    session's own setting is as it was once the call returns."""
+    before = spark.conf.get(ANSI, None)
+    if before is not None and before.strip().lower() == "true":
+        yield
+        return
+    spark.conf.set(ANSI, "true")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(ANSI)
+        else:
+            spark.conf.set(ANSI, before)
+
+
+def in_ansi_mode(method: Callable[P, R]) -> Callable[P, R]:
+    """A ``Binder`` method run in ``ansi_mode`` of the binder's session."""
+    @functools.wraps(method)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        with ansi_mode(args[0]._spark):  # type: ignore[attr-defined]
+            return method(*args, **kwargs)
+    return wrapped

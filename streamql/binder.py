@@ -35,7 +35,7 @@ from streamql.spark.ingress.late import late_frame, late_records, written_column
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together
-from streamql.spark.runtime.connect import AnySession, is_session, with_stable_partitions
+from streamql.spark.runtime.connect import AnySession, is_dataframe, is_session, with_stable_partitions
 from streamql.spark.runtime.workers import check_workers
 from streamql.time import from_micros
 
@@ -127,7 +127,7 @@ class Binder:
         if not isinstance(stream, Stream) or not isinstance(stream.node, Input):
             raise BindingError("bind takes an input stream declared with sq.input(...), "
                                f"not a derived query ({stream!r})")
-        if not isinstance(source, DataFrame):
+        if not is_dataframe(source):
             raise BindingError(f"input {stream.node.name!r}: bind needs a Spark DataFrame, got {type(source).__name__}")
         if bad_rows not in ("error", "drop"):
             raise BindingError(f"bad_rows must be 'error' or 'drop', got {bad_rows!r}")

@@ -33,6 +33,13 @@ def is_session(spark: object) -> bool:
     return isinstance(spark, SparkSession) or is_connect(spark)
 
 
+def is_dataframe(df: object) -> bool:
+    """Whether ``df`` is a DataFrame, classic or Spark Connect (PySpark 3.5's Spark Connect
+    DataFrame is no subclass of ``pyspark.sql.DataFrame``; 4.x's is)."""
+    return isinstance(df, DataFrame) or (type(df).__module__.startswith("pyspark.sql.connect")
+                                         and type(df).__name__ == "DataFrame")
+
+
 def context_of(spark: Any) -> SparkContext | None:
     """The ``SparkContext`` of a classic session (or the context itself), ``None`` for a Spark
     Connect session."""
@@ -72,6 +79,10 @@ def with_stable_partitions(df: DataFrame) -> DataFrame:
     Connect runs some plans over such a relation in one partition and others in several. A
     checkpoint fixes them (one small job: the data came from the client)."""
     if is_connect(df.sparkSession) and _reads_local_relation(getattr(df, "_plan", None)):
+        if not hasattr(df, "localCheckpoint"):
+            # PySpark 3.5's Spark Connect DataFrame has no localCheckpoint: one partition, the
+            # rows in the order the client sent them, in every plan (rows sent by a client are few)
+            return df.coalesce(1)
         return df.localCheckpoint(eager=True)
     return df
 

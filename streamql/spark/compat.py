@@ -8,7 +8,10 @@ import functools
 import importlib.util
 from contextlib import contextmanager
 from functools import cache
-from typing import Any, Callable, Iterator, Mapping, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -68,17 +71,20 @@ ANSI = "spark.sql.ansi.enabled"
 
 @contextmanager
 def ansi_mode(spark: Any) -> Iterator[None]:
-    """Spark's ANSI mode for what streamql builds and runs inside: a 64-bit overflow in a payload
-    expression or an aggregate is an error, as in Spark 4's default, never a wrapped-around value
-    (Spark 3.5 runs without ANSI mode by default; a user may turn it off on 4.x). Spark fixes the
-    mode of an expression when it is made (classic) or when the plan is analysed (Spark Connect),
-    so the setting holds while streamql makes and runs its plans and is restored afterwards: the
-    session's own setting is as it was once the call returns."""
+    """The ANSI mode streamql makes and runs its plans in, whatever the session's: on Spark 4, ANSI
+    mode (its default), so a 64-bit overflow in a payload expression or an aggregate is an error,
+    never a wrapped-around value, also where a user turned it off; on Spark 3.5, without it (its
+    default): 3.5's optimizer folds constant branches that are never taken and fails on their
+    overflow in ANSI mode, so there streamql checks overflows in its own expressions
+    (``checks_overflow_itself``). Spark fixes the mode of an expression when it is made (classic)
+    or when the plan is analysed (Spark Connect), so the setting holds while streamql makes and
+    runs its plans; the session's own setting is put back once the call returns."""
+    wanted = "false" if checks_overflow_itself() else "true"
     before = spark.conf.get(ANSI, None)
-    if before is not None and before.strip().lower() == "true":
+    if (before or "").strip().lower() == wanted or (before is None and wanted == "false"):
         yield
         return
-    spark.conf.set(ANSI, "true")
+    spark.conf.set(ANSI, wanted)
     try:
         yield
     finally:
@@ -95,3 +101,22 @@ def in_ansi_mode(method: Callable[P, R]) -> Callable[P, R]:
         with ansi_mode(args[0]._spark):  # type: ignore[attr-defined]
             return method(*args, **kwargs)
     return wrapped
+
+
+#: the range of a 64-bit long, Spark's integer payload type
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def checks_overflow_itself() -> bool:
+    """Whether streamql checks 64-bit overflows in its own expressions: on Spark 3.5, whose plans it
+    runs without ANSI mode (``ansi_mode``), where Spark would wrap an overflowing long around."""
+    return pyspark_version() < (4, 0)
+
+
+def checked_long(exact: Column, value: Column, what: str) -> Column:
+    """``value`` (a long), or a Spark error naming ``what`` when ``exact`` (the same computed in
+    ``decimal(38,0)``, where two longs never overflow) is outside a long's range."""
+    from pyspark.sql import functions as F
+
+    inside = exact.isNull() | ((exact >= F.lit(LONG_MIN)) & (exact <= F.lit(LONG_MAX)))
+    return F.when(inside, value).otherwise(F.raise_error(F.lit(f"[ARITHMETIC_OVERFLOW] long overflow in {what}")))

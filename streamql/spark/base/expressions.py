@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from streamql.expr.nodes import LEAVES, Binary, Call, Construct, Expr, GetField, Literal, Param, Unary
 from streamql.payload import Kind, ValueType
 from streamql.spark.base.schema import cast_type, spark_type
+from streamql.spark.compat import checked_long, checks_overflow_itself
 from streamql.time import to_micros
 
 #: maps a lambda parameter index and a top-level field name to the column holding it
@@ -44,10 +45,10 @@ def compile_expr(expr: Expr, resolve: FieldResolver, leaves: Mapping[Expr, Colum
     if isinstance(expr, Unary):
         operand = compile_expr(expr.operand, resolve, leaves)
         if expr.op == "neg":
-            return -operand
+            return _checked(expr.type.kind, "-", F.lit(0), operand, -operand)
         if expr.op == "not":
             return ~operand
-        return F.abs(operand)
+        return _checked(expr.type.kind, "+", F.lit(0), F.abs(operand), F.abs(operand))
     if isinstance(expr, Binary):
         return _binary(expr, compile_expr(expr.left, resolve, leaves), compile_expr(expr.right, resolve, leaves))
     if isinstance(expr, Call):
@@ -94,11 +95,11 @@ def _binary(expr: Binary, left: Column, right: Column) -> Column:
             "<=": left.__le__, ">": left.__gt__, ">=": left.__ge__,
         }[op](right)
     if op == "+":
-        return F.concat(left, right) if kind is Kind.STR else left + right
+        return F.concat(left, right) if kind is Kind.STR else _checked(kind, op, left, right, left + right)
     if op == "-":
-        return left - right
+        return _checked(kind, op, left, right, left - right)
     if op == "*":
-        return left * right
+        return _checked(kind, op, left, right, left * right)
     zero = right == 0
     if op == "/":
         if kind is Kind.FLOAT:
@@ -111,6 +112,16 @@ def _binary(expr: Binary, left: Column, right: Column) -> Column:
         exact = F.call_function("div", left - _python_mod(left, right), right)
         return F.when(zero, F.lit(None)).otherwise(exact)
     return F.when(zero, F.lit(None)).otherwise(_python_float_floordiv(left.cast("double"), right.cast("double")))
+
+
+def _checked(kind: Kind, op: str, left: Column, right: Column, value: Column) -> Column:
+    """``value``, a 64-bit overflow of an integer ``+``, ``-`` or ``*`` an error on Spark 3.5 too
+    (``streamql.spark.compat.ansi_mode``: Spark 4 raises it itself)."""
+    if kind is not Kind.INT or not checks_overflow_itself():
+        return value
+    a, b = left.cast("decimal(20,0)"), right.cast("decimal(20,0)")
+    exact = {"+": a + b, "-": a - b, "*": a * b}[op]
+    return checked_long(exact, value, f"an expression's {op}")
 
 
 def _python_mod(left: Column, right: Column) -> Column:

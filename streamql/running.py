@@ -39,7 +39,7 @@ from streamql.errors import ArrivalOrderWarning, BindingError, StreamqlError, er
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
-from streamql.spark.compat import ansi_mode
+from streamql.spark.compat import ansi_mode, pyspark_version
 from streamql.spark.streaming.state import Carried, InputState, StateStore, observed_metrics
 from streamql.spark.streaming.step import ArrivalWentBack, Plan, Step, empty_carried, scan_new_rows, step
 from streamql.spark.ingress.late import late_frame, written_columns
@@ -642,10 +642,24 @@ def _launched(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, q
 _MANY = "queries.json"
 
 
+def _check_live_over_connect(spark: AnySession) -> None:
+    """Running queries read observed metrics (``Observation``) in every step; PySpark 3.5's Spark
+    Connect client never fills an ``Observation`` in (its ``get`` fails), so there a running query
+    is refused before it starts (docs/compatibility.md)."""
+    if is_connect(spark) and pyspark_version() < (4, 0):
+        import pyspark
+
+        raise BindingError(f"running queries (start, start_many) over Spark Connect need PySpark 4.0 or later: "
+                           f"this is PySpark {pyspark.__version__}, whose Spark Connect client gives no observed "
+                           "metrics (DataFrame.observe with an Observation), which each step reads; run the query "
+                           "on a classic session, or batch runs (run, write) over Spark Connect")
+
+
 def start(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
           format: str, name: str | None, output: Shape, trigger: str | None, feed: bool,
           late_sink: str | None = None) -> RunningQuery[T]:
     """``Binder.start``: the checks, the unioned source, the ``foreachBatch`` runner."""
+    _check_live_over_connect(spark)
     if not isinstance(q, Stream):
         raise BindingError(f"expected a query (sq.Stream), got {q!r}")
     if not isinstance(output, Shape):
@@ -677,6 +691,7 @@ def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapp
     """``Binder.start_many``: one ``_Query`` per query (its states and feed under
     ``<checkpoint>/streamql/queries/<name>``), one runner and one Structured Streaming query over
     the streaming inputs of them all."""
+    _check_live_over_connect(spark)
     root = f"{checkpoint.rstrip('/')}/streamql"
     chosen: dict[str, Binding] = {}
     each: dict[str, _Query] = {}

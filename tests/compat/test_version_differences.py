@@ -13,6 +13,8 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.time import from_micros
+from streamql.spark.compat import pyspark_version
+from streamql.spark.runtime.connect import is_connect
 from support.frames import frame
 
 pytestmark = pytest.mark.compat
@@ -72,3 +74,16 @@ def test_an_overflowing_sum_is_an_error_whatever_the_sessions_ansi_mode(spark: S
         assert _ansi(spark) == ansi
     finally:
         spark.conf.set("spark.sql.ansi.enabled", before or "true")
+
+
+def test_a_running_query_over_spark_connect_on_pyspark_3_5_is_a_named_error(spark: SparkSession, tmp_path: Any) -> None:
+    """PySpark 3.5's Spark Connect client fills no ``Observation`` in, which every step of a running
+    query reads: ``start`` refuses, naming the version and the feature (4.x runs it:
+    tests/connect/test_connect_session.py)."""
+    if not is_connect(spark) or pyspark_version() >= (4, 0):
+        pytest.skip("a Spark Connect session of PySpark 3.5 only")
+    (tmp_path / "in").mkdir()
+    stream = spark.readStream.schema("start long, kind string, k string, v long").json(str(tmp_path / "in"))
+    binder = sq.Binder(spark).bind(SOURCE, stream, start="start", kind="kind")
+    with pytest.raises(sq.BindingError, match=r"PySpark 4\.0 or later.*PySpark 3\.5.*observed metrics"):
+        binder.start(SOURCE, sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "checkpoint"))

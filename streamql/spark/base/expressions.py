@@ -197,11 +197,11 @@ def _slice(s: Column, start: int | None, stop: int | None) -> Column:
     begin = _slice_bound(length, start, F.lit(0))
     end = _slice_bound(length, stop, length)
     return F.when(s.isNull(), F.lit(None)).otherwise(
-        F.substring(s, begin + 1, F.greatest(end - begin, F.lit(0))))
+        s.substr(begin + 1, F.greatest(end - begin, F.lit(0))))  # F.substring takes Columns from Spark 4.0
 
 
 def _char_at(s: Column, index: int) -> Column:
     length = F.char_length(s)
     if index >= 0:
         return F.when(length > index, F.substring(s, index + 1, 1))
-    return F.when(length >= -index, F.substring(s, length + F.lit(index + 1), 1))
+    return F.when(length >= -index, s.substr(length + F.lit(index + 1), F.lit(1)))

@@ -120,3 +120,14 @@ def checked_long(exact: Column, value: Column, what: str) -> Column:
 
     inside = exact.isNull() | ((exact >= F.lit(LONG_MIN)) & (exact <= F.lit(LONG_MAX)))
     return F.when(inside, value).otherwise(F.raise_error(F.lit(f"[ARITHMETIC_OVERFLOW] long overflow in {what}")))
+
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext as SparkContext
+else:
+    try:
+        from pyspark import SparkContext
+    except ImportError:  # pyspark-client: Spark Connect only, no SparkContext (and no classic session)
+        class SparkContext:
+            """Stands in for ``pyspark.SparkContext`` where ``pyspark-client`` has none: nothing
+            is an instance of it."""

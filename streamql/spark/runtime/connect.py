@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Union
 
-from pyspark import SparkContext
+from streamql.spark.compat import SparkContext  # pyspark-client has none
 from pyspark.sql import DataFrame, SparkSession
 
 if TYPE_CHECKING:

@@ -166,7 +166,8 @@ def _call(expr: Call, args: list[Column]) -> Column:
     if fn == "upper":
         return F.upper(s)
     if fn == "strip":
-        return F.trim(s, F.lit(_WHITESPACE))
+        # btrim: F.trim takes the characters to strip from Spark 4.0 only
+        return F.call_function("btrim", s, F.lit(_WHITESPACE))
     if fn == "startswith":
         return s.startswith(args[1])
     if fn == "endswith":

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Literal, Mapping, Sequence, TypeVar
 
 import attrs
+import streamql.spark  # noqa: F401 - first: a clear ImportError when no pyspark module is installed
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -27,13 +28,14 @@ from streamql.spark.ingress.imports import first_passes, scan_input, scan_order
 from streamql.spark import operators as _operators  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
+from streamql.spark.compat import in_ansi_mode
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.phases import phase
 from streamql.spark.ingress.late import late_frame, late_records, written_columns
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together
-from streamql.spark.runtime.connect import AnySession, is_session, with_stable_partitions
+from streamql.spark.runtime.connect import AnySession, is_dataframe, is_session, with_stable_partitions
 from streamql.spark.runtime.workers import check_workers
 from streamql.time import from_micros
 
@@ -106,6 +108,7 @@ class Binder:
         """The bound inputs by name (read-only): each input's DataFrame and how it is read."""
         return MappingProxyType(self._bindings)
 
+    @in_ansi_mode
     def bind(self, stream: Stream[T], source: DataFrame, *, start: str, end: str | None = None,
              edge: str | None = None, kind: str | None = None, arrival: str | None = None,
              advance_time: AdvanceTimeSettings | None = None,
@@ -124,7 +127,7 @@ class Binder:
         if not isinstance(stream, Stream) or not isinstance(stream.node, Input):
             raise BindingError("bind takes an input stream declared with sq.input(...), "
                                f"not a derived query ({stream!r})")
-        if not isinstance(source, DataFrame):
+        if not is_dataframe(source):
             raise BindingError(f"input {stream.node.name!r}: bind needs a Spark DataFrame, got {type(source).__name__}")
         if bad_rows not in ("error", "drop"):
             raise BindingError(f"bad_rows must be 'error' or 'drop', got {bad_rows!r}")
@@ -233,6 +236,7 @@ class Binder:
     def _scan_order(self, read: set[str]) -> list[str]:
         return scan_order(self._bindings, read)
 
+    @in_ansi_mode
     def start(self, q: Stream[T], *, sink: str, checkpoint: str, format: str = "parquet",
               name: str | None = None, output: Shape = Shape.INTERVAL, trigger: str | None = None,
               feed: bool = True, late_sink: str | None = None) -> RunningQuery[T]:
@@ -256,6 +260,7 @@ class Binder:
         return start(self._spark, self._bindings, q, sink=sink, checkpoint=checkpoint, format=format, name=name,
                      output=output, trigger=trigger, feed=feed, late_sink=late_sink)
 
+    @in_ansi_mode
     def to_dataframe(self, q: Stream[T]) -> DataFrame:
         """The released events as a DataFrame: ``start``, ``end`` (UTC timestamps, ``9999-12-31
         23:59:59.999999`` for an open end), then the payload fields. The input scans run now;
@@ -265,6 +270,7 @@ class Binder:
         execution.unpersist()
         return _user_columns(execution.released(Shape.INTERVAL), q)
 
+    @in_ansi_mode
     def explain(self, q: Stream[T], output: Shape = Shape.INTERVAL) -> str:
         """``q.explain()`` with the operators numbered, then the Spark physical plan of the bound
         query (released as ``output``) with every plan line named by the streamql operator it
@@ -282,6 +288,7 @@ class Binder:
         finally:
             execution.unpersist()
 
+    @in_ansi_mode
     def run(self, q: Stream[T], output: Shape = Shape.INTERVAL, late: bool = False) -> Result[T]:
         """Runs ``q`` and collects what it releases as ``output`` (INTERVAL, POINT or EDGE).
 
@@ -300,6 +307,7 @@ class Binder:
         finally:
             execution.unpersist()
 
+    @in_ansi_mode
     def late(self, q: Stream[Any]) -> DataFrame:
         """One row per row of the inputs ``q`` reads that the violation policy dropped or moved, or
         ``bad_rows="drop"`` dropped: ``input``, ``arrival`` (the arrival column as a long —
@@ -318,10 +326,12 @@ class Binder:
                 df.unpersist()
         return late_frame(_late_inputs(read, ingresses))
 
+    @in_ansi_mode
     def collect(self, q: Stream[T]) -> list[Event[T]]:
         """The released events of ``q`` (``run(q).events``)."""
         return self.run(q).events
 
+    @in_ansi_mode
     def write(self, q: Stream[T], path: str, format: str = "parquet", mode: str = "errorifexists",
               late_path: str | None = None) -> Result[T]:
         """Writes the released events (as ``to_dataframe``) to ``path`` and returns the counts and
@@ -349,6 +359,7 @@ class Binder:
             execution.unpersist()
 
     # --- many queries over one scan -------------------------------------------------------
+    @in_ansi_mode
     def run_many(self, queries: Mapping[str, Stream[Any]], output: Shape = Shape.INTERVAL) -> dict[str, Result[Any]]:
         """Runs several queries together: under each name, exactly what ``run`` of that query alone
         returns. Every input is scanned once for all the queries that read it, and the operators
@@ -367,6 +378,7 @@ class Binder:
             return _by_group(executions, lambda name, execution: _collected(execution, output),
                              functools.partial(_collected_together, output=output))
 
+    @in_ansi_mode
     def write_many(self, queries: Mapping[str, Stream[Any]], paths: Mapping[str, str], format: str = "parquet",
                    mode: str = "errorifexists") -> dict[str, Result[Any]]:
         """``write`` for several queries over one scan of each input (as ``run_many``): query
@@ -390,6 +402,7 @@ class Binder:
             # a query whose path exists is written alone, for its mode to say what happens
             return _by_group(executions, writes.alone, writes.together, may_group=writes.is_new)
 
+    @in_ansi_mode
     def start_many(self, queries: Mapping[str, Stream[Any]], *, sinks: Mapping[str, str], checkpoint: str,
                    format: str = "parquet", name: str | None = None) -> RunningQuery[Any]:
         """``start`` for several queries as ONE Structured Streaming query with one checkpoint: each

@@ -27,6 +27,7 @@ import warnings
 from typing import Any, Generic, Mapping, TypeVar, cast
 
 import attrs
+import streamql.spark  # noqa: F401 - first: a clear ImportError when no pyspark module is installed
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -38,6 +39,7 @@ from streamql.errors import ArrivalOrderWarning, BindingError, StreamqlError, er
 from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
+from streamql.spark.compat import ansi_mode, pyspark_version
 from streamql.spark.streaming.state import Carried, InputState, StateStore, observed_metrics
 from streamql.spark.streaming.step import ArrivalWentBack, Plan, Step, empty_carried, scan_new_rows, step
 from streamql.spark.ingress.late import late_frame, written_columns
@@ -386,7 +388,9 @@ class _Runner:
             if session is not self.spark:
                 session.conf.set("spark.sql.adaptive.enabled", "false")
             try:
-                self._run(due, self._split(df), batch, final=False, session=session)
+                # a 64-bit overflow is an error in the steps too, whatever the session's ANSI mode
+                with ansi_mode(session):
+                    self._run(due, self._split(df), batch, final=False, session=session)
             finally:
                 if shared:
                     df.unpersist()
@@ -403,7 +407,8 @@ class _Runner:
                     by_batch.setdefault(0 if latest is None else latest + 1, []).append(query)
             for batch, due in sorted(by_batch.items()):
                 # a session of either kind: the step uses only the DataFrame API both have
-                self._run(due, {}, batch, final=True, session=cast(SparkSession, self.spark))
+                with ansi_mode(self.spark):
+                    self._run(due, {}, batch, final=True, session=cast(SparkSession, self.spark))
 
     def _run(self, due: list[_Query], new: Mapping[str, DataFrame], batch: int, final: bool,
              session: SparkSession) -> None:
@@ -637,10 +642,24 @@ def _launched(runner: _Runner, chosen: Mapping[str, Binding], checkpoint: str, q
 _MANY = "queries.json"
 
 
+def _check_live_over_connect(spark: AnySession) -> None:
+    """Running queries read observed metrics (``Observation``) in every step; PySpark 3.5's Spark
+    Connect client never fills an ``Observation`` in (its ``get`` fails), so there a running query
+    is refused before it starts (docs/compatibility.md)."""
+    if is_connect(spark) and pyspark_version() < (4, 0):
+        import pyspark
+
+        raise BindingError(f"running queries (start, start_many) over Spark Connect need PySpark 4.0 or later: "
+                           f"this is PySpark {pyspark.__version__}, whose Spark Connect client gives no observed "
+                           "metrics (DataFrame.observe with an Observation), which each step reads; run the query "
+                           "on a classic session, or batch runs (run, write) over Spark Connect")
+
+
 def start(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[T], *, sink: str, checkpoint: str,
           format: str, name: str | None, output: Shape, trigger: str | None, feed: bool,
           late_sink: str | None = None) -> RunningQuery[T]:
     """``Binder.start``: the checks, the unioned source, the ``foreachBatch`` runner."""
+    _check_live_over_connect(spark)
     if not isinstance(q, Stream):
         raise BindingError(f"expected a query (sq.Stream), got {q!r}")
     if not isinstance(output, Shape):
@@ -672,6 +691,7 @@ def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapp
     """``Binder.start_many``: one ``_Query`` per query (its states and feed under
     ``<checkpoint>/streamql/queries/<name>``), one runner and one Structured Streaming query over
     the streaming inputs of them all."""
+    _check_live_over_connect(spark)
     root = f"{checkpoint.rstrip('/')}/streamql"
     chosen: dict[str, Binding] = {}
     each: dict[str, _Query] = {}

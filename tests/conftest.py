@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
@@ -38,6 +38,9 @@ SMALL_QUERIES = (("spark.sql.adaptive.enabled", "false"), ("spark.sql.codegen.fa
 #: in the test process, ``SparkSession.builder.remote("local[2]")``): the Spark Connect group
 #: (tests/connect/test_on_spark_connect.py) runs property tests so, in a process of its own
 CONNECT = os.environ.get("STREAMQL_SESSION") == "connect"
+#: PySpark 3.5 bundles no Spark Connect server: ``.ci/matrix`` fetches its jar with Maven and names
+#: it in ``STREAMQL_SPARK_CONNECT_JAR`` (Spark's own fetch, ``spark.jars.packages``, otherwise)
+CONNECT_JARS = {"spark.jars": os.environ["STREAMQL_SPARK_CONNECT_JAR"]} if os.environ.get("STREAMQL_SPARK_CONNECT_JAR") else {}
 
 
 @pytest.fixture(scope="session")
@@ -45,8 +48,12 @@ def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
     if CONNECT:
+        from streamql.spark.compat import connect_server_settings
+
         remote = (
             SparkSession.builder.remote("local[2]")
+            .config(map=dict[str, Any](connect_server_settings(CONNECT_JARS)))  # PySpark 3.5: the server's package
+            .config(map=dict[str, Any](CONNECT_JARS))
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
@@ -73,3 +80,15 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks ``compat`` the tests of the compatibility group's sample (tests/compat/sample.py)."""
+    from compat.sample import CLASSIC
+    from compat.sample import CONNECT as CONNECT_SAMPLE
+
+    sample = CONNECT_SAMPLE if CONNECT else CLASSIC
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if any(item.nodeid == n or item.nodeid.startswith(n + "[") or path == n for n in sample):
+            item.add_marker(pytest.mark.compat)

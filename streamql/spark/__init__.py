@@ -14,3 +14,6 @@ evaluator (``streamql.reference``), for batch runs (``streamql.binder``) and liv
 
 docs/architecture.md draws the layers and the way data flows through them.
 """
+from streamql.spark.compat import require_pyspark
+
+require_pyspark("streamql's Spark compiler")

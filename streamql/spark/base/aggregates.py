@@ -21,6 +21,7 @@ from streamql.expr.nodes import Aggregate
 from streamql.payload import Kind
 from streamql.spark.base.expressions import compile_expr
 from streamql.spark.base.schema import spark_type
+from streamql.spark.compat import checked_long, checks_overflow_itself
 from streamql.time import from_micros
 
 
@@ -60,6 +61,8 @@ def member_aggregates(indexed: Sequence[tuple[int, Aggregate]], start: Column, e
             column = F.count(F.lit(1))
         elif a.fn == "sum":
             column = F.sum(value)
+            if checks_overflow_itself() and a.type.kind is Kind.INT:  # Spark 3.5: see compat.ansi_mode
+                column = checked_long(F.sum(value.cast("decimal(38,0)")), column, "a sum")
         elif a.fn == "avg":
             column = F.avg(value.cast("double"))
         elif a.fn == "min":

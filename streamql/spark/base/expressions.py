@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from streamql.expr.nodes import LEAVES, Binary, Call, Construct, Expr, GetField, Literal, Param, Unary
 from streamql.payload import Kind, ValueType
 from streamql.spark.base.schema import cast_type, spark_type
+from streamql.spark.compat import checked_long, checks_overflow_itself
 from streamql.time import to_micros
 
 #: maps a lambda parameter index and a top-level field name to the column holding it
@@ -44,10 +45,10 @@ def compile_expr(expr: Expr, resolve: FieldResolver, leaves: Mapping[Expr, Colum
     if isinstance(expr, Unary):
         operand = compile_expr(expr.operand, resolve, leaves)
         if expr.op == "neg":
-            return -operand
+            return _checked(expr.type.kind, "-", F.lit(0), operand, -operand)
         if expr.op == "not":
             return ~operand
-        return F.abs(operand)
+        return _checked(expr.type.kind, "+", F.lit(0), F.abs(operand), F.abs(operand))
     if isinstance(expr, Binary):
         return _binary(expr, compile_expr(expr.left, resolve, leaves), compile_expr(expr.right, resolve, leaves))
     if isinstance(expr, Call):
@@ -94,11 +95,11 @@ def _binary(expr: Binary, left: Column, right: Column) -> Column:
             "<=": left.__le__, ">": left.__gt__, ">=": left.__ge__,
         }[op](right)
     if op == "+":
-        return F.concat(left, right) if kind is Kind.STR else left + right
+        return F.concat(left, right) if kind is Kind.STR else _checked(kind, op, left, right, left + right)
     if op == "-":
-        return left - right
+        return _checked(kind, op, left, right, left - right)
     if op == "*":
-        return left * right
+        return _checked(kind, op, left, right, left * right)
     zero = right == 0
     if op == "/":
         if kind is Kind.FLOAT:
@@ -111,6 +112,16 @@ def _binary(expr: Binary, left: Column, right: Column) -> Column:
         exact = F.call_function("div", left - _python_mod(left, right), right)
         return F.when(zero, F.lit(None)).otherwise(exact)
     return F.when(zero, F.lit(None)).otherwise(_python_float_floordiv(left.cast("double"), right.cast("double")))
+
+
+def _checked(kind: Kind, op: str, left: Column, right: Column, value: Column) -> Column:
+    """``value``, a 64-bit overflow of an integer ``+``, ``-`` or ``*`` an error on Spark 3.5 too
+    (``streamql.spark.compat.ansi_mode``: Spark 4 raises it itself)."""
+    if kind is not Kind.INT or not checks_overflow_itself():
+        return value
+    a, b = left.cast("decimal(20,0)"), right.cast("decimal(20,0)")
+    exact = {"+": a + b, "-": a - b, "*": a * b}[op]
+    return checked_long(exact, value, f"an expression's {op}")
 
 
 def _python_mod(left: Column, right: Column) -> Column:
@@ -155,7 +166,8 @@ def _call(expr: Call, args: list[Column]) -> Column:
     if fn == "upper":
         return F.upper(s)
     if fn == "strip":
-        return F.trim(s, F.lit(_WHITESPACE))
+        # btrim: F.trim takes the characters to strip from Spark 4.0 only
+        return F.call_function("btrim", s, F.lit(_WHITESPACE))
     if fn == "startswith":
         return s.startswith(args[1])
     if fn == "endswith":
@@ -186,11 +198,11 @@ def _slice(s: Column, start: int | None, stop: int | None) -> Column:
     begin = _slice_bound(length, start, F.lit(0))
     end = _slice_bound(length, stop, length)
     return F.when(s.isNull(), F.lit(None)).otherwise(
-        F.substring(s, begin + 1, F.greatest(end - begin, F.lit(0))))
+        s.substr(begin + 1, F.greatest(end - begin, F.lit(0))))  # F.substring takes Columns from Spark 4.0
 
 
 def _char_at(s: Column, index: int) -> Column:
     length = F.char_length(s)
     if index >= 0:
         return F.when(length > index, F.substring(s, index + 1, 1))
-    return F.when(length >= -index, F.substring(s, length + F.lit(index + 1), 1))
+    return F.when(length >= -index, s.substr(length + F.lit(index + 1), F.lit(1)))

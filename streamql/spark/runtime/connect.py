@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Union
 
-from pyspark import SparkContext
+from streamql.spark.compat import SparkContext  # pyspark-client has none
 from pyspark.sql import DataFrame, SparkSession
 
 if TYPE_CHECKING:
@@ -31,6 +31,13 @@ def is_connect(spark: object) -> bool:
 def is_session(spark: object) -> bool:
     """Whether ``spark`` is a SparkSession, classic or Spark Connect."""
     return isinstance(spark, SparkSession) or is_connect(spark)
+
+
+def is_dataframe(df: object) -> bool:
+    """Whether ``df`` is a DataFrame, classic or Spark Connect (PySpark 3.5's Spark Connect
+    DataFrame is no subclass of ``pyspark.sql.DataFrame``; 4.x's is)."""
+    return isinstance(df, DataFrame) or (type(df).__module__.startswith("pyspark.sql.connect")
+                                         and type(df).__name__ == "DataFrame")
 
 
 def context_of(spark: Any) -> SparkContext | None:
@@ -72,6 +79,10 @@ def with_stable_partitions(df: DataFrame) -> DataFrame:
     Connect runs some plans over such a relation in one partition and others in several. A
     checkpoint fixes them (one small job: the data came from the client)."""
     if is_connect(df.sparkSession) and _reads_local_relation(getattr(df, "_plan", None)):
+        if not hasattr(df, "localCheckpoint"):
+            # PySpark 3.5's Spark Connect DataFrame has no localCheckpoint: one partition, the
+            # rows in the order the client sent them, in every plan (rows sent by a client are few)
+            return df.coalesce(1)
         return df.localCheckpoint(eager=True)
     return df
 

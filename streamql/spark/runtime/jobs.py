@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import attrs
-from pyspark import SparkContext
+from streamql.spark.compat import SparkContext  # pyspark-client has none
 
 from streamql.spark.runtime.connect import context_of
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from pyspark.sql import SparkSession
 
 from streamql.errors import BindingError
+from streamql.spark.compat import connect_server_settings
 from streamql.spark.runtime.workers import is_local
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def _local_connect_session(master: str, config: dict[str, str]) -> Any:
     if SparkSession.getActiveSession() is not None:
         raise BindingError("local_session(connect=True): a classic SparkSession is active in this process; stop it "
                            "first (spark.stop()): the local Spark Connect server starts Spark in this process")
-    settings = _settings(config)
+    settings = {**connect_server_settings(config), **_settings(config)}
     os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     builder = SparkSession.builder.remote(master.strip())
     for key, value in settings.items():

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import attrs
-from pyspark import SparkContext
+from streamql.spark.compat import SparkContext  # pyspark-client has none
 from pyspark.sql import SparkSession
 
 from streamql.errors import BindingError

@@ -125,7 +125,18 @@ def observed_metrics(observation: Observation) -> Mapping[str, Any] | None:
         except PySparkException:
             return None
         return metrics or None
-    jvm_row = observation._jo.getRow() if observation._jo is not None else None  # waits for the action
+    if observation._jo is None:
+        return None
+    try:
+        jvm_row = observation._jo.getRow()  # waits for the action
+    except Exception as exc:  # py4j's Py4JError: no such method
+        if type(exc).__name__ != "Py4JError":
+            raise
+        # Spark 4.0's Observation has no getRow (3.5's and 4.1's have): getOrEmpty waits for the
+        # action, then gives the metrics or nothing
+        if observation._jo.getOrEmpty().isEmpty():
+            return None
+        return observation.get
     if jvm_row is None or jvm_row.length() == 0:
         return None
     return observation.get

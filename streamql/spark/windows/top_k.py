@@ -86,7 +86,8 @@ def _top_k(node: windows.TopK, env: Mapping[str, Flow]) -> Flow:
         return (i < F.lit(k)) | ((x["f"] == kth["f"]) & x["b"].eqNullSafe(kth["b"]))
 
     def ranked(x: Column) -> Column:
-        return F.struct(x["p"].alias("p"), F.array_position(F.col(ORDER), order_key(x)).alias("rank"))
+        # array_position by name: F.array_position takes a Column value from Spark 4.0 only
+        return F.struct(x["p"].alias("p"), F.call_function("array_position", F.col(ORDER), order_key(x)).alias("rank"))
 
     exploded = ordered.select(START, END, CLOSED, HEAD, *source.keys,
                               F.explode(F.transform(F.filter(F.col(SORTED), kept), ranked)).alias(KEPT))

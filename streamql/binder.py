@@ -108,6 +108,7 @@ class Binder:
 
     def bind(self, stream: Stream[T], source: DataFrame, *, start: str, end: str | None = None,
              edge: str | None = None, kind: str | None = None, arrival: str | None = None,
+             partition: str | None = None, partitions: Sequence[int | str] | None = None,
              advance_time: AdvanceTimeSettings | None = None,
              bad_rows: Literal["error", "drop"] = "error") -> Binder:
         """Binds an input declared with ``sq.input`` to a DataFrame.
@@ -118,6 +119,12 @@ class Binder:
         An EDGE input also needs ``edge``, a column of ``"START"``/``"END"``: an end edge carries its
         event's ``start`` and ``end`` and closes the open event with that start and payload
         (docs/edges.md).
+
+        ``partition`` names a column and ``partitions`` declares its values (both or neither): each
+        declared partition has its own arrival order, CTI generation and violation check, and the
+        input's CTI is the least of its partitions' CTIs; a row whose partition value is not declared
+        is a bad row (docs/partitioned-inputs.md). A Kafka topic binds with
+        ``partition="partition", arrival="offset", partitions=[0, 1, ...]``.
 
         >>> sq.Binder(spark).bind(sessions, df, start="start", end="end", edge="edge")  # doctest: +SKIP
         """
@@ -130,7 +137,11 @@ class Binder:
             raise BindingError(f"bad_rows must be 'error' or 'drop', got {bad_rows!r}")
         if advance_time is not None and not isinstance(advance_time, AdvanceTimeSettings):
             raise BindingError(f"advance_time must be sq.AdvanceTimeSettings, got {advance_time!r}")
-        binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows)
+        if partitions is not None and (isinstance(partitions, (str, bytes)) or not isinstance(partitions, Sequence)):
+            raise BindingError(f"input {stream.node.name!r}: partitions= takes a sequence of partition values "
+                               f"(ints or strings), got {partitions!r}")
+        binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows,
+                          partition, None if partitions is None else tuple(partitions))
         check_binding(binding)
         if not source.isStreaming:
             _warn_of_file_order(binding)

@@ -17,7 +17,7 @@ from streamql.errors import BindingError
 from streamql.events import Shape
 from streamql.payload import Kind, ValueType
 from streamql.query.nodes import Input
-from streamql.spark.base.columns import ARRIVAL, BAD, END, KIND, SEQ, START
+from streamql.spark.base.columns import ARRIVAL, BAD, END, KIND, PARTITION, SEQ, START
 from streamql.spark.base.schema import column_for_field
 from streamql.spark.base.sketches import quantiles
 from streamql.spark.ingress import arrival_scan as scan
@@ -246,6 +246,13 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool
             ]
     if b.arrival is not None:
         reasons.append((F.col(b.arrival).isNull(), F.lit(f"{b.arrival} is null")))
+    if b.part == UNDECLARED:
+        # the internal binding of the rows whose partition value is not declared: all are bad
+        assert b.partition is not None and b.partitions is not None
+        declared = ", ".join(map(repr, b.partitions))
+        reasons.insert(0, (F.lit(True), F.concat(
+            F.lit(f"{b.partition} "), F.coalesce(F.col(b.partition).cast("string"), F.lit("null")),
+            F.lit(f" is not a declared partition (partitions=[{declared}])"))))
     payload = []
     for field in b.node.schema.fields:
         converted = column_for_field(F.col(field.name), types[field.name], field.type, field.name)
@@ -259,6 +266,7 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool
         kind.alias(KIND), start.alias(START), end.alias(END), bad.alias(BAD),
         (F.col(b.arrival) if b.arrival is not None else F.lit(None)).alias(ARRIVAL),
         *payload,
+        *([F.col(b.partition).alias(PARTITION)] if b.part == UNDECLARED and b.partition is not None else []),
     )
     if cti_rows is not None:
         imported = cti_rows.select(

@@ -50,7 +50,7 @@ def as_union(source: Callable[[str], sq.Stream[P]], parts: Mapping[int, Sequence
 
 def partitioned(parts: Mapping[int, Sequence[Any]], settings: sq.AdvanceTimeSettings | None,
                 bad_rows: Literal["error", "drop"] = "error") -> PartitionedInput[Any]:
-    given: dict[int | str, Sequence[Any]] = dict(parts)
+    given: dict[int | str, Sequence[Any]] = {p: items for p, items in parts.items()}
     return PartitionedInput(given, settings, bad_rows)
 
 

@@ -97,6 +97,7 @@ def test_bind_checks_the_columns_before_any_job(spark: SparkSession) -> None:
         assert count.jobs == 0
 
 
+@pytest.mark.slow
 def test_jobs_of_a_partitioned_run(spark: SparkSession) -> None:
     """A partitioned run's jobs: the first summary passes of all partitions in one job, then the
     final one; no more than a run of the same rows without partitions takes, plus none per
@@ -123,6 +124,7 @@ def comparable(result: sq.Result[Any]) -> tuple[Any, ...]:
     return result.events, result.edges, result.dropped, result.adjusted, result.bad_rows, result.final_cti, late
 
 
+@pytest.mark.slow
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(20))
 @given(shape=st.sampled_from(list(sq.Shape)), data=st.data(), settings_=advance_settings(), ops=pipelines(),
        output=st.sampled_from(list(sq.Shape)), arrival=st.booleans(), undeclared=st.integers(0, 2),

@@ -48,6 +48,11 @@ def test_a_fast_partition_does_not_drop_a_slow_ones_events(spark: SparkSession, 
     result = binder.run(x)
     assert (result.dropped, result.final_cti) == (0, from_micros(15))
     assert [e.payload.k for e in result.events] == [5, 10]
+    # stored the other way round (each partition's rows still in their order): the same
+    slow_first = sorted(fast_then_slow(), key=lambda r: -r[0])
+    again = bind_partitioned(sq.Binder(spark), x, partitioned_frame(spark, sq.Shape.POINT, slow_first, spark_partitions=2),
+                             sq.Shape.POINT, EVERY_EVENT, [0, 1], arrival=arrival).run(x)
+    assert (again.events, again.dropped, again.final_cti) == (result.events, result.dropped, result.final_cti)
     # a declared partition with no rows holds the input's CTI back
     quiet = bind_partitioned(sq.Binder(spark), x, df, sq.Shape.POINT, EVERY_EVENT, [0, 1, 2], arrival=arrival)
     assert quiet.run(x).final_cti is None

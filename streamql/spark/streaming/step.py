@@ -336,7 +336,9 @@ def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carr
     cti = ingress.final_cti
     matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti, final, went_back)
     if matched.unmatched and plan.bindings[name].bad_rows == "error":
-        raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
+        b = plan.bindings[name]
+        where = f"input {b.name!r}" + ("" if b.part_value is None else f", partition {b.part_value!r}")
+        raise BadInputError(f"{where}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
                             "has no open start edge with its start and payload; bind with bad_rows='drop' "
                             "to drop and count such rows")
     late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,

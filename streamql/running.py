@@ -89,6 +89,10 @@ class Progress:
     partition_ctis: Mapping[str, Mapping[int | str, Any]] = attrs.field(factory=dict)
 
 
+def _time(micros: int | None) -> Any:
+    return None if micros is None else from_micros(micros)
+
+
 def _progress_json(p: Progress) -> str:
     """A progress record as JSON (times as microseconds): on Spark Connect the steps run on the
     server, which writes their records where the client reads them (``_Runner.records``)."""
@@ -254,7 +258,7 @@ class _Query:
                     None if i.cti is None else from_micros(i.cti)
         return Progress(
             batch=batch, input_rows=input_rows, released=count,
-            input_ctis={name: None if (c := least_cti(tuple(cs))) is None else from_micros(c) for name, cs in ctis.items()},
+            input_ctis={name: _time(least_cti(tuple(cs))) for name, cs in ctis.items()},
             output_cti=None if state.out_cti is None else from_micros(state.out_cti),
             dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=rows,
             started=began, seconds=time.time() - began, query=self.name, jobs=jobs.jobs,

@@ -50,8 +50,8 @@ def test_a_fast_partition_does_not_drop_a_slow_ones_events(spark: SparkSession, 
     assert [e.payload.k for e in result.events] == [5, 10]
     # stored the other way round (each partition's rows still in their order): the same
     slow_first = sorted(fast_then_slow(), key=lambda r: -r[0])
-    again = bind_partitioned(sq.Binder(spark), x, partitioned_frame(spark, sq.Shape.POINT, slow_first, spark_partitions=2),
-                             sq.Shape.POINT, EVERY_EVENT, [0, 1], arrival=arrival).run(x)
+    stored = partitioned_frame(spark, sq.Shape.POINT, slow_first, spark_partitions=2)
+    again = bind_partitioned(sq.Binder(spark), x, stored, sq.Shape.POINT, EVERY_EVENT, [0, 1], arrival=arrival).run(x)
     assert (again.events, again.dropped, again.final_cti) == (result.events, result.dropped, result.final_cti)
     # a declared partition with no rows holds the input's CTI back
     quiet = bind_partitioned(sq.Binder(spark), x, df, sq.Shape.POINT, EVERY_EVENT, [0, 1, 2], arrival=arrival)

@@ -75,7 +75,8 @@ def test_any_split_releases_what_the_batch_run_releases(
     q = build(source, ops)
     # the batch run: the live run's final step flushes only where the settings flush, as a batch run does
     df = partitioned_frame(spark, shape, rows, spark_partitions=2)
-    batch = bind_partitioned(sq.Binder(spark), source, df, shape, settings_, sorted(parts), arrival=arrival).run(q, output)
+    binder = bind_partitioned(sq.Binder(spark), source, df, shape, settings_, sorted(parts), arrival=arrival)
+    batch = binder.run(q, output)
     live, state = run_in_steps(spark, q, source, shape, rows, cuts, settings_, sorted(parts), arrival, output)
     expected = batch.edges if output is sq.Shape.EDGE else batch.events
     assert live == expected

@@ -90,7 +90,8 @@ class Plan:
         the output payload type and the released shapes."""
         read = inputs_of(self.query)
         # a partitioned input's internal inputs by the user's name and the partition's number
-        inputs = ", ".join(f"{n}: {read[n].schema.name}/{read[n].shape.name}".replace("\x00", "#") for n in sorted(read))
+        inputs = ", ".join(f"{n}: {read[n].schema.name}/{read[n].shape.name}".replace("\x00", "#")
+                           for n in sorted(read))
         return f"{inputs} -> {self.query.schema.name}({', '.join(self.payload)}) as " + \
             "+".join(s.name for s in self.shapes)
 

@@ -414,7 +414,8 @@ class _Runner:
             due = [q for q in self.queries.values() if not q.store.has(batch)]
             if not due:
                 return
-            shared = len(due) > 1
+            # several queries read the micro-batch, or a partitioned input is split by partition value
+            shared = len(due) > 1 or any(q.plan.unread for q in due)
             if shared:  # every query's scan and step reads the micro-batch: read its files once
                 df = df.persist(StorageLevel.MEMORY_AND_DISK)
             # the micro-batch's session is the stream's own (a clone of the user's): its steps run

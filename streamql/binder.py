@@ -24,7 +24,7 @@ from streamql.spark.base.columns import END, START
 from streamql.spark.ingress.binding import UNDECLARED, Binding, check_binding
 from streamql.spark.ingress.partitioned import combined, expanded, parts_of
 from streamql.spark.ingress.scan import Ingress
-from streamql.spark.ingress.imports import first_passes, scan_input, scan_order
+from streamql.spark.ingress.imports import first_passes, ordered_passes, scan_input, scan_order
 from streamql.spark import operators as _operators  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.spark.operators.flow import Flow, compile_node, input_flow, union_flow
@@ -192,6 +192,8 @@ class Binder:
             bindings = {**self._bindings, **scanned}
             # the inputs' first summary passes in one job (each input's own job where there is one)
             first = first_passes(bindings, list(scanned))
+            # and the second passes of those found out of storage order, in one job
+            first.update(ordered_passes(bindings, first))
             for name in order:
                 with errors_naming(readers.get(name, ()) if readers is not None else ()):
                     if not self._bindings[name].partitioned:

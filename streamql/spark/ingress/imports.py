@@ -8,7 +8,8 @@ from typing import Mapping
 from streamql.errors import BindingError
 from streamql.spark.ingress.arrival_scan import ScanState
 from streamql.spark.ingress.binding import Binding
-from streamql.spark.ingress.scan import Imported, Ingress, Summarized, Wanted, first_passes, on_one_clock, run_ingress
+from streamql.spark.ingress.scan import (Imported, Ingress, Summarized, Wanted, first_passes, on_one_clock,
+                                         ordered_passes, run_ingress)
 
 
 def scan_order(bindings: Mapping[str, Binding], read: set[str]) -> list[str]:
@@ -64,4 +65,4 @@ def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, In
                                            first_position=first_position), first)
 
 
-__all__ = ["first_passes", "scan_input", "scan_order"]
+__all__ = ["first_passes", "ordered_passes", "scan_input", "scan_order"]

@@ -167,7 +167,7 @@ def test_the_late_frame_holds_the_records_with_the_payload_as_a_struct(spark: Sp
     binder, source = points_binder(spark, items, settings_, arrival=True)
     late = binder.late(source)
     assert late.columns == ["input", "arrival", "action", "kind", "start", "end", "cti", "new_start", "new_end",
-                            "payload", "reason"]
+                            "payload", "reason", "partition"]
     payload = late.schema["payload"].dataType
     assert isinstance(payload, T.StructType)
     assert [f.name for f in payload.fields] == ["k", "v", "s", "o"]

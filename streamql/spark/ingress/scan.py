@@ -398,7 +398,8 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
         dropped=accepted.dropped, adjusted=accepted.adjusted, bad_rows=s.bad_rows + accepted.unmatched,
         cti_steps=_cti_steps(s, walk.states) if wanted.cti_steps else None, persisted=persisted,
         state=attrs.evolve(walk.state, cti=ctis.final), rows=s.rows,
-        late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late),
+        late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late,
+                                                                                allowMissingColumns=True),
         reached=ctis.reached, starts=s.start_sketches, arrival_range=s.arrival_range,
     )
 
@@ -417,6 +418,8 @@ class Summarized:
     imports_ctis: bool  # the imported CTIs are rows of this scan
     #: the least and greatest arrival values of the input's rows (``Ingress.arrival_range``)
     arrival_range: tuple[int, int] | None = None
+    #: the rows numbered in arrival order already (``ordered_passes``): the scan takes them as they are
+    ordered: bool = False
 
     @property
     def bad_rows(self) -> int:
@@ -456,7 +459,7 @@ def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None 
     pass (in partition order) made already, with other inputs' (``first_passes``)."""
     settings = scan_settings(b.advance_time)
     sketches = None
-    if first is not None and b.arrival is None:
+    if first is not None and (b.arrival is None or first.ordered):
         return first
     if b.arrival is not None and cti_rows is None:
         stored = first if first is not None else _summarized(b, prepare(b, partition_order=True), settings,
@@ -521,12 +524,49 @@ def first_passes(bindings: Mapping[str, Binding], names: Sequence[str]) -> dict[
     return passes
 
 
+def ordered_passes(bindings: Mapping[str, Binding], first: Mapping[str, Summarized]) -> dict[str, Summarized]:
+    """For the inputs whose first pass (``first_passes``) found their arrival values out of storage
+    order, the rows numbered in arrival order and summarised again — in one Spark job for all of
+    them, where there are several (a partitioned input's partitions, say), instead of one each;
+    ``run_ingress`` takes an input's from here (``first``). Empty for fewer than two."""
+    due = {name: s for name, s in first.items()
+           if bindings[name].arrival is not None and not on_one_clock(bindings, name)
+           and not _in_partition_order(s.summaries)}
+    if len(due) < 2:
+        return {}
+    parts: list[DataFrame] = []
+    inputs: dict[int, tuple[scan.ScanSettings, bool]] = {}
+    prepared: dict[str, DataFrame] = {}
+    for number, (name, stored) in enumerate(due.items()):
+        b = bindings[name]
+        sketches = [(u["arrival_count"], u["arrival_sketch"]) for u in stored.summaries]
+        with phase("arrival order"):
+            prepared[name] = prepare(b, arrival_sketches=sketches)
+        parts.append(_as_input(_compact(prepared[name], b, imports_ctis=False, with_seq=True), number))
+        inputs[number] = (stored.settings, False)
+    together = parts[0]
+    for part in parts[1:]:
+        together = together.unionByName(part)
+    with phase("scan summary"):
+        rows = together.mapInArrow(_summarize_inputs(inputs), _INPUTS_SUMMARY_SCHEMA).collect()
+    summaries: dict[int, list[dict[str, Any]]] = {number: [] for number in inputs}
+    for row in rows:
+        summary = row.asDict()
+        summaries[summary.pop(_INPUT)].append(summary)
+    return {name: Summarized(bindings[name], prepared[name], sorted(summaries[number], key=lambda r: r["unit"]),
+                             stored.settings, False, stored.arrival_range, ordered=True)
+            for number, (name, stored) in enumerate(due.items())}
+
+
 def on_one_clock(bindings: Mapping[str, Binding], name: str) -> bool:
     """Whether input ``name`` imports CTIs on one arrival clock (both inputs have arrival columns):
     its numbering takes the imported CTI rows in, so its scan waits for the other input's."""
     b = bindings[name]
     imported = b.advance_time.import_ if b.advance_time is not None else None
-    return imported is not None and b.arrival is not None and bindings[imported.from_input].arrival is not None
+    # a partitioned input has no one arrival clock: imports to and from it take the rule for inputs
+    # without arrival columns (docs/partitioned-inputs.md)
+    return (imported is not None and b.arrival is not None and b.partition is None
+            and bindings[imported.from_input].arrival is not None and bindings[imported.from_input].partition is None)
 
 
 def _as_input(compact: DataFrame, number: int) -> DataFrame:
@@ -909,8 +949,11 @@ def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInput
         fields = [f.name for f in b.node.schema.fields]
         row = prepared.filter(F.col(SEQ) == seq).select(F.col(ARRIVAL).alias(b.arrival), *fields).first()
     shown = f", row {row.asDict()}" if row is not None else ""
-    return BadInputError(f"input {b.name!r}: bad row ({reason}{shown}); "
+    where = f"input {b.name!r}" if b.part is None else \
+        f"input {b.name!r}, {'undeclared partition' if b.part_value is None else f'partition {b.part_value!r}'}"
+    return BadInputError(f"{where}: bad row ({reason}{shown}); "
                          "bind with bad_rows='drop' to drop and count such rows")
 
 
-__all__ = ["Imported", "Ingress", "Summarized", "Wanted", "first_passes", "on_one_clock", "run_ingress"]
+__all__ = ["Imported", "Ingress", "Summarized", "Wanted", "first_passes", "on_one_clock", "ordered_passes",
+           "run_ingress"]

@@ -55,4 +55,4 @@ z = sq.AdvanceTimeSettings(u, policy="ADJUST")  # E: Argument "policy" to "Advan
 aa = sq.AdvanceTimeImport(from_input=readings)  # E: Argument "from_input" to "AdvanceTimeImport" has incompatible type "Stream[Reading]"; expected "str"
 bb: sq.reference.ReferenceInput[Reading] = sq.reference.ReferenceInput([], advance_time=u)  # E: Argument "advance_time" to "ReferenceInput" has incompatible type "AdvanceTimeGeneration"; expected "AdvanceTimeSettings | None"
 cc = sq.reference.run(readings, {"readings": sq.reference.ReferenceInput([])}, output="EDGE")  # E: Argument "output" to "run" has incompatible type "str"; expected "Shape"
-dd = sq.reference.run(readings, [sq.reference.ReferenceInput([])])  # E: Argument 2 to "run" has incompatible type "list[ReferenceInput[Never]]"; expected "Mapping[str, ReferenceInput[Any]]"
+dd = sq.reference.run(readings, [sq.reference.ReferenceInput([])])  # E: Argument 2 to "run" has incompatible type "list[ReferenceInput[Never]]"; expected "Mapping[str, ReferenceInput[Any] | PartitionedInput[Any]]"

@@ -101,8 +101,9 @@ def session(jars: str | None) -> SparkSession:
     return sq.local_session("local[2]", **{"spark.jars.packages": package, "spark.sql.shuffle.partitions": "2"})
 
 
-def clock(t: datetime) -> str:
-    return "INFINITY" if t == sq.INFINITY else f"{t:%H:%M:%S}"
+def clock(t: datetime | None) -> str:
+    """A CTI as the example prints it (``none`` before the first)."""
+    return "none" if t is None else "INFINITY" if t == sq.INFINITY else f"{t:%H:%M:%S}"
 
 
 def rounds() -> list[list[tuple[int, str, str]]]:

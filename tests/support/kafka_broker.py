@@ -45,12 +45,18 @@ def _fetch(directory: Path, *maven_args: str) -> Path:
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
     try:
-        done = subprocess.run(["mvn", "-q", "-B", "-f", str(POM), *maven_args, "dependency:copy-dependencies",
-                               f"-DoutputDirectory={staging}"], capture_output=True, text=True)
+        done = subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(POM), *maven_args,
+                               "dependency:copy-dependencies", f"-DoutputDirectory={staging}"],
+                              capture_output=True, text=True)
         if done.returncode != 0:
-            lines = [line for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line]
+            errors = [line.split("[ERROR] ", 1)[1] for line in (done.stdout + done.stderr).splitlines()
+                      if "[ERROR] " in line and len(line.split("[ERROR] ", 1)[1]) > 1]
+            # "... Could not resolve dependencies for project <this pom>: <artifact> was not found in
+            # <repository> ... -> [Help 1]": the artifact and why
+            why = (errors[0].split(" -> ")[0].split(":pom:1: ")[-1].split(" during a previous attempt")[0]
+                   if errors else f"exit status {done.returncode}")
             raise JarsUnavailable(f"Maven could not fetch the jars of {POM.relative_to(ROOT)} "
-                                  f"({' '.join(maven_args)}): " + " ".join(lines[:2]))
+                                  f"({' '.join(maven_args)}): {why}")
         (staging / COMPLETE).write_text(" ".join(maven_args) + "\n")
         if directory.exists():
             shutil.rmtree(directory)

@@ -21,12 +21,13 @@ from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.stream import Stream
 from streamql.spark.base.columns import END, START
-from streamql.spark.ingress.binding import Binding, check_binding
+from streamql.spark.ingress.binding import UNDECLARED, Binding, check_binding
+from streamql.spark.ingress.partitioned import combined, expanded, parts_of
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.ingress.imports import first_passes, scan_input, scan_order
 from streamql.spark import operators as _operators  # noqa: F401 - registers the multi-stream operators
 from streamql.spark import windows as _windows  # noqa: F401 - registers the window operators
-from streamql.spark.operators.flow import Flow, compile_node, input_flow
+from streamql.spark.operators.flow import Flow, compile_node, input_flow, union_flow
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.phases import phase
 from streamql.spark.ingress.late import late_frame, late_records, written_columns
@@ -108,6 +109,7 @@ class Binder:
 
     def bind(self, stream: Stream[T], source: DataFrame, *, start: str, end: str | None = None,
              edge: str | None = None, kind: str | None = None, arrival: str | None = None,
+             partition: str | None = None, partitions: Sequence[int | str] | None = None,
              advance_time: AdvanceTimeSettings | None = None,
              bad_rows: Literal["error", "drop"] = "error") -> Binder:
         """Binds an input declared with ``sq.input`` to a DataFrame.
@@ -118,6 +120,12 @@ class Binder:
         An EDGE input also needs ``edge``, a column of ``"START"``/``"END"``: an end edge carries its
         event's ``start`` and ``end`` and closes the open event with that start and payload
         (docs/edges.md).
+
+        ``partition`` names a column and ``partitions`` declares its values (both or neither): each
+        declared partition has its own arrival order, CTI generation and violation check, and the
+        input's CTI is the least of its partitions' CTIs; a row whose partition value is not declared
+        is a bad row (docs/partitioned-inputs.md). A Kafka topic binds with
+        ``partition="partition", arrival="offset", partitions=[0, 1, ...]``.
 
         >>> sq.Binder(spark).bind(sessions, df, start="start", end="end", edge="edge")  # doctest: +SKIP
         """
@@ -130,7 +138,11 @@ class Binder:
             raise BindingError(f"bad_rows must be 'error' or 'drop', got {bad_rows!r}")
         if advance_time is not None and not isinstance(advance_time, AdvanceTimeSettings):
             raise BindingError(f"advance_time must be sq.AdvanceTimeSettings, got {advance_time!r}")
-        binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows)
+        if partitions is not None and (isinstance(partitions, (str, bytes)) or not isinstance(partitions, Sequence)):
+            raise BindingError(f"input {stream.node.name!r}: partitions= takes a sequence of partition values "
+                               f"(ints or strings), got {partitions!r}")
+        binding = Binding(stream.node, source, start, end, edge, kind, arrival, advance_time, bad_rows,
+                          partition, None if partitions is None else tuple(partitions))
         check_binding(binding)
         if not source.isStreaming:
             _warn_of_file_order(binding)
@@ -172,21 +184,29 @@ class Binder:
         with phase("worker check"):
             check_workers(self._spark)  # once per SparkContext, before the query's first job
         ingresses: dict[str, Ingress] = {}
+        parts: dict[str, dict[str, Ingress]] = {}  # a partitioned input's partitions' scans, by key
         try:
             order = self._scan_order(set(read))
+            # a partitioned input is scanned as one input per partition (streamql.spark.ingress.partitioned)
+            scanned = expanded(self._bindings, order)
+            bindings = {**self._bindings, **scanned}
             # the inputs' first summary passes in one job (each input's own job where there is one)
-            first = first_passes(self._bindings, order)
+            first = first_passes(bindings, list(scanned))
             for name in order:
                 with errors_naming(readers.get(name, ()) if readers is not None else ()):
-                    ingresses[name] = scan_input(self._bindings, name, ingresses, first=first.get(name))
+                    if not self._bindings[name].partitioned:
+                        ingresses[name] = scan_input(bindings, name, ingresses, first=first.get(name))
+                        continue
+                    own = parts.setdefault(name, {})
+                    for key in parts_of(self._bindings[name]):
+                        own[key] = scan_input(bindings, key, ingresses, first=first.get(key))
+                    ingresses[name] = combined(self._bindings[name], own, bindings)
         except BaseException:
-            for done in ingresses.values():
+            for done in [*ingresses.values(), *(i for p in parts.values() for i in p.values())]:
                 for df in done.persisted:
                     df.unpersist()
             raise
-        flows = {name: input_flow(ingresses[name].events, ingresses[name].final_cti, ingresses[name].finite_cti,
-                                   ingresses[name].reached, ingresses[name].starts)
-                 for name in read}
+        flows = {name: _input_flow(ingresses[name], parts.get(name), bindings) for name in read}
         return ingresses, flows
 
     @contextmanager
@@ -428,6 +448,16 @@ def _warn_of_file_order(b: Binding) -> None:
             "a later one can be late by its CTIs. Bind arrival= to a column that gives the arrival order (e.g. a "
             "load time or offset, or the start column for data that arrived in time order)",
             ArrivalOrderWarning, stacklevel=3)
+
+
+def _input_flow(ingress: Ingress, parts: Mapping[str, Ingress] | None, bindings: Mapping[str, Binding]) -> Flow:
+    """An input's flow; a partitioned input's is the union of its declared partitions' (each open
+    event bounded by its own partition's CTI, as a ``union`` bounds it), with their least CTI."""
+    if parts is None:
+        return input_flow(ingress.events, ingress.final_cti, ingress.finite_cti, ingress.reached, ingress.starts)
+    flows = [input_flow(i.events, i.final_cti, i.finite_cti, i.reached) for k, i in parts.items()
+             if bindings[k].part != UNDECLARED]
+    return union_flow(flows, ingress.final_cti, ingress.finite_cti, ingress.reached, ingress.starts)
 
 
 def save_mode(mode: str) -> str:

@@ -66,11 +66,16 @@ class Late:
     new_end: datetime | None  #: after ADJUST (None otherwise, and for a start edge: its end is not known)
     payload: Any  #: the input's payload instance (None for a bad row without one)
     reason: str | None  #: why a bad row is bad
+    #: the partition of a partitioned input the item came from (``bind(..., partition=)``; for a row
+    #: whose partition value is not declared, that value); None for an input without partitions
+    partition: int | str | None = None
 
 
-def late_order(record: Late) -> tuple[str, int]:
-    """``Result.late``'s order: by input, then arrival."""
-    return record.input, -1 if record.arrival is None else record.arrival
+def late_order(record: Late) -> tuple[str, tuple[int, int, str], int]:
+    """``Result.late``'s order: by input, then partition (ints before strings), then arrival."""
+    p = record.partition
+    partition = (0, 0, "") if p is None else (1, p, "") if isinstance(p, int) else (2, 0, str(p))
+    return record.input, partition, -1 if record.arrival is None else record.arrival
 
 
 @attrs.frozen

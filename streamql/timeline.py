@@ -28,7 +28,7 @@ from streamql.events import Edge, EdgeKind, EndEdge, Event, Insert, InputItem, R
 from streamql.payload import PayloadSchema, sort_key
 from streamql.query.stream import Stream
 from streamql.reference import declared_inputs, run
-from streamql.reference.inputs import IngressState, Lifetime, ReferenceInput, ingest
+from streamql.reference.inputs import IngressState, Lifetime, PartitionedState, ReferenceInput, ingest
 from streamql.time import INFINITY, TICK, from_micros, to_micros
 
 if TYPE_CHECKING:
@@ -130,12 +130,16 @@ def trace(q: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]], output: Sha
         raise BindingError(f"the timeline replays {items} input items, more than max_events={max_events}: "
                            "draw a smaller sample, or raise max_events (the replay re-runs the reference "
                            "evaluator after every item)")
+    for name, given in inputs.items():
+        if not isinstance(given, ReferenceInput):
+            raise BindingError(f"input {name!r}: a timeline draws inputs without partitions "
+                               f"(sq.reference.ReferenceInput), got {type(given).__name__}")
     declared = declared_inputs(q, inputs)
     final = run(q, inputs, output)
     schema = q.node.schema
     whole = ingest(inputs, declared)
     history = _positions(inputs, declared)
-    lanes = [_input_lane(name, inputs, whole[name], history) for name in inputs]
+    lanes = [_input_lane(name, inputs, _plain(whole[name]), history) for name in inputs]
     steps = _release_steps(q, inputs, output, final)
     shown = final if result is None else result
     lanes += _output_lanes(shown, steps, output, schema, group_by)
@@ -164,6 +168,11 @@ def _positions(inputs: Mapping[str, ReferenceInput[Any]],
         states = ingest(_prefix(inputs, position + 1), declared)
         history.append({name: (s.cti, s.dropped) for name, s in states.items()})
     return history
+
+
+def _plain(state: IngressState | PartitionedState) -> IngressState:
+    assert isinstance(state, IngressState)  # trace refuses partitioned inputs
+    return state
 
 
 def _input_lane(name: str, inputs: Mapping[str, ReferenceInput[Any]], state: IngressState,

@@ -15,7 +15,7 @@ from streamql.events import Edge, EdgeKind, EndEdge, Event, Result, Shape, Start
 from streamql.payload import PayloadSchema, sort_key
 from streamql.query.nodes import inputs_of
 from streamql.query.stream import Stream
-from streamql.reference.inputs import ReferenceInput, ingest
+from streamql.reference.inputs import AnyReferenceInput, PartitionedInput, ReferenceInput, ingest
 from streamql.reference import windows as _windows  # noqa: F401 - registers the window operators
 from streamql.reference import esper as _esper  # noqa: F401 - registers the Esper-style operators
 from streamql.reference import joins as _joins  # noqa: F401 - registers the multi-stream operators
@@ -26,12 +26,13 @@ from streamql.time import INFINITY_MICROS, from_micros, shift
 
 T = TypeVar("T")
 
-__all__ = ["ReferenceInput", "run"]
+__all__ = ["PartitionedInput", "ReferenceInput", "run"]
 
 
-def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape = Shape.INTERVAL,
+def run(q: Stream[T], inputs: Mapping[str, AnyReferenceInput], output: Shape = Shape.INTERVAL,
         late: bool = False) -> Result[T]:
-    """Evaluates ``q`` over ``inputs`` (keyed by input name) and applies the release rule.
+    """Evaluates ``q`` over ``inputs`` (keyed by input name: ``ReferenceInput`` or, for a partitioned
+    input, ``PartitionedInput``) and applies the release rule.
 
     ``late``: fill ``Result.late`` with a record of every item of the inputs ``q`` reads that the
     violation policy dropped or moved, or ``bad_rows="drop"`` dropped (sorted by input and arrival)."""
@@ -55,7 +56,7 @@ def run(q: Stream[T], inputs: Mapping[str, ReferenceInput[Any]], output: Shape =
     )
 
 
-def declared_inputs(q: Stream[Any], inputs: Mapping[str, ReferenceInput[Any]]
+def declared_inputs(q: Stream[Any], inputs: Mapping[str, AnyReferenceInput]
                     ) -> dict[str, tuple[PayloadSchema | None, Shape]]:
     """The payload type and shape of every given input: as the query declares the ones it reads;
     an input only imported from is not checked (None) and is EDGE if it holds edges."""
@@ -96,7 +97,7 @@ def release(events: list[Ev], cti: int | None, output: Shape) -> tuple[list[Even
     return [], edges
 
 
-def _source_shape(given: ReferenceInput[Any]) -> Shape:
+def _source_shape(given: AnyReferenceInput) -> Shape:
     if any(isinstance(i, (StartEdge, EndEdge)) for i in given.events):
         return Shape.EDGE
     return Shape.INTERVAL

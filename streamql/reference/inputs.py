@@ -6,7 +6,7 @@ Written to be read against that page, one item at a time.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Generic, Literal, Mapping, Sequence, TypeVar, Union
 
 import attrs
 
@@ -14,6 +14,7 @@ from streamql.advance_time import AdvanceTimePolicy, AdvanceTimeSettings
 from streamql.errors import BadInputError, BindingError
 from streamql.events import Cti, EndEdge, Insert, InputItem, Late, Shape, StartEdge
 from streamql.payload import PayloadSchema, check_instance
+from streamql.query.joins import least_cti
 from streamql.time import INFINITY_MICROS, TICK, duration_micros, from_micros, shift, to_micros
 
 T = TypeVar("T")
@@ -27,6 +28,44 @@ class ReferenceInput(Generic[T]):
     events: Sequence[InputItem[T]]
     advance_time: AdvanceTimeSettings | None = None
     bad_rows: Literal["error", "drop"] = "error"
+
+
+def _check_partitions(instance: Any, attribute: Any, value: Mapping[Any, Any]) -> None:
+    if not isinstance(value, Mapping) or not value:
+        raise BindingError(f"PartitionedInput takes a non-empty mapping of partition values to items, got {value!r}")
+    kinds = {type(k) for k in value}
+    if not (kinds <= {int} or kinds <= {str}) or any(isinstance(k, bool) for k in value):
+        raise BindingError("PartitionedInput's partition values must be all ints or all strings, got "
+                           + ", ".join(map(repr, value)))
+
+
+@attrs.frozen
+class PartitionedInput(Generic[T]):
+    """Plain Python input for ``sq.reference.run`` with partitions (docs/partitioned-inputs.md): the
+    items of each declared partition in that partition's arrival order, no order across partitions.
+    Each partition has its own CTI rows, CTI generation (``advance_time``) and violation check; the
+    input's CTI is the least of its partitions' CTIs. It releases what the ``union`` of one
+    ``ReferenceInput`` per partition, each with these settings, releases.
+
+    >>> sq.reference.PartitionedInput({0: [sq.Insert(1, 2, r)], 1: [sq.Cti(5)]}, settings)  # doctest: +SKIP
+    """
+
+    partitions: Mapping[int | str, Sequence[InputItem[T]]] = attrs.field(validator=_check_partitions)
+    advance_time: AdvanceTimeSettings | None = None
+    bad_rows: Literal["error", "drop"] = "error"
+
+    @property
+    def events(self) -> list[InputItem[T]]:
+        """Every partition's items (in partition order, then arrival order): what the input holds."""
+        return [item for items in self.partitions.values() for item in items]
+
+    def part(self, partition: int | str) -> ReferenceInput[T]:
+        """One partition as an input of its own, with this input's settings."""
+        return ReferenceInput(self.partitions[partition], self.advance_time, self.bad_rows)
+
+
+#: what ``sq.reference.run`` takes for an input
+AnyReferenceInput = Union[ReferenceInput[Any], PartitionedInput[Any]]
 
 
 @attrs.define
@@ -67,6 +106,8 @@ class IngressState:
     #: one record per item counted in dropped, adjusted (per event) and bad_rows
     late: list[Late] = attrs.Factory(list)
     position: int = 0  # the arrival of the item being read
+    #: the partition of a partitioned input this state is (None: the input has no partitions)
+    partition: int | str | None = None
 
     @property
     def policy(self) -> AdvanceTimePolicy:
@@ -117,7 +158,7 @@ class IngressState:
                     None if cti is None else from_micros(cti),
                     None if new_start is None else from_micros(new_start),
                     None if new_end is None else from_micros(new_end),
-                    getattr(item, "payload", None), reason)
+                    getattr(item, "payload", None), reason, self.partition)
 
     def _times(self, item: Any, *names: str) -> list[int]:
         values = []
@@ -263,46 +304,106 @@ def _check_nulls(schema: PayloadSchema, payload: Any, prefix: str) -> None:
             _check_nulls(field.type.schema, value, f"{path}.")
 
 
-def ingest(inputs: Mapping[str, ReferenceInput[Any]], declared: Mapping[str, tuple[PayloadSchema | None, Shape]]
-           ) -> dict[str, IngressState]:
+@attrs.define
+class PartitionedState:
+    """What a partitioned input knows: one ``IngressState`` per declared partition, each with its
+    own CTIs, generation and violation check; the input's CTI is the least of theirs."""
+
+    name: str
+    parts: dict[int | str, IngressState]
+
+    @property
+    def cti(self) -> int | None:
+        return least_cti(tuple(p.cti for p in self.parts.values()))
+
+    @property
+    def history(self) -> list[int | None]:
+        """The input's CTI after every step: the least of its partitions' at that step."""
+        return [least_cti(step) for step in zip(*(p.history for p in self.parts.values()))]
+
+    @property
+    def dropped(self) -> int:
+        return sum(p.dropped for p in self.parts.values())
+
+    @property
+    def adjusted(self) -> int:
+        return sum(p.adjusted for p in self.parts.values())
+
+    @property
+    def bad_rows(self) -> int:
+        return sum(p.bad_rows for p in self.parts.values())
+
+    @property
+    def late(self) -> list[Late]:
+        return [r for p in self.parts.values() for r in p.late]
+
+    def take_cti(self, cti: int | None) -> None:
+        """An imported CTI: every partition takes it."""
+        for p in self.parts.values():
+            p.take_cti(cti)
+
+
+AnyState = Union[IngressState, PartitionedState]
+
+
+def _lanes(name: str, given: AnyReferenceInput, state: AnyState) -> list[tuple[IngressState, Sequence[InputItem[Any]]]]:
+    """Each arrival order of an input with the state reading it: one, or one per partition."""
+    if isinstance(state, PartitionedState):
+        assert isinstance(given, PartitionedInput)
+        return [(state.parts[p], given.partitions[p]) for p in state.parts]
+    assert isinstance(given, ReferenceInput)
+    return [(state, given.events)]
+
+
+def ingest(inputs: Mapping[str, AnyReferenceInput], declared: Mapping[str, tuple[PayloadSchema | None, Shape]]
+           ) -> dict[str, AnyState]:
     """Runs every input through its CTI machinery on one arrival clock: at each list position,
-    events first (checked against the CTIs before them), then that position's CTIs and imports."""
-    states: dict[str, IngressState] = {}
+    events first (checked against the CTIs before them), then that position's CTIs and imports.
+    A partitioned input runs each partition's list as an arrival order of its own, at the same
+    positions (no order across partitions is assumed: any alignment releases the same)."""
+    states: dict[str, AnyState] = {}
     for name, given in inputs.items():
-        if not isinstance(given, ReferenceInput):
-            raise BindingError(f"input {name!r}: expected a sq.reference.ReferenceInput, got {given!r}")
+        if not isinstance(given, (ReferenceInput, PartitionedInput)):
+            raise BindingError(f"input {name!r}: expected a sq.reference.ReferenceInput or PartitionedInput, "
+                               f"got {given!r}")
         if name not in declared:
             raise BindingError(f"input {name!r} is not read by the query and no input imports its CTIs")
         schema, shape = declared[name]
-        states[name] = IngressState(name, schema, shape, given.advance_time, given.bad_rows)
+        if isinstance(given, PartitionedInput):
+            states[name] = PartitionedState(name, {
+                p: IngressState(name, schema, shape, given.advance_time, given.bad_rows, partition=p)
+                for p in given.partitions})
+        else:
+            states[name] = IngressState(name, schema, shape, given.advance_time, given.bad_rows)
+    lanes = [lane for name, state in states.items() for lane in _lanes(name, inputs[name], state)]
     imports = _import_order(states)
-    length = max((len(i.events) for i in inputs.values()), default=0)
+    length = max((len(items) for _, items in lanes), default=0)
     for position in range(length):
-        for name, state in states.items():
-            items = inputs[name].events
+        for lane, items in lanes:
             if position < len(items):
-                state.arrive(position, items[position])
+                lane.arrive(position, items[position])
         for finite_only in (True, False):
-            for state in states.values():
-                state.commit_ctis(finite_only)
+            for lane, _ in lanes:
+                lane.commit_ctis(finite_only)
             _propagate_imports(states, imports, finite_only)
-            for state in states.values():
-                state.history.append(state.cti)
-    for state in states.values():
-        generation = state.settings.generation if state.settings is not None else None
+            for lane, _ in lanes:
+                lane.history.append(lane.cti)
+    for lane, _ in lanes:
+        generation = lane.settings.generation if lane.settings is not None else None
         if generation is not None and generation.flush:
-            state.take_cti(INFINITY_MICROS)
+            lane.take_cti(INFINITY_MICROS)
     _propagate_imports(states, imports, finite_only=False)
-    for state in states.values():
-        state.history.append(state.cti)
+    for lane, _ in lanes:
+        lane.history.append(lane.cti)
     return states
 
 
-def _import_order(states: Mapping[str, IngressState]) -> list[tuple[str, str]]:
+def _import_order(states: Mapping[str, AnyState]) -> list[tuple[str, str]]:
     """(importer, source) pairs in an order where sources come first; cycles are an error."""
     edges = {}
     for name, state in states.items():
-        imported = state.settings.import_ if state.settings is not None else None
+        settings = _settings(state)
+        imported = settings.import_ if settings is not None else None
         if imported is not None:
             if imported.from_input not in states:
                 raise BindingError(f"input {name!r} imports the CTIs of {imported.from_input!r}, which is not bound")
@@ -327,7 +428,11 @@ def _import_order(states: Mapping[str, IngressState]) -> list[tuple[str, str]]:
     return order
 
 
-def _propagate_imports(states: Mapping[str, IngressState], order: Sequence[tuple[str, str]],
+def _settings(state: AnyState) -> AdvanceTimeSettings | None:
+    return next(iter(state.parts.values())).settings if isinstance(state, PartitionedState) else state.settings
+
+
+def _propagate_imports(states: Mapping[str, AnyState], order: Sequence[tuple[str, str]],
                        finite_only: bool) -> None:
     for importer, source in order:
         imported = states[source].cti

@@ -17,7 +17,8 @@ import attrs
 
 from streamql.query import nodes
 from streamql.reference.expressions import evaluate
-from streamql.reference.inputs import IngressState
+from streamql.query.joins import least_cti
+from streamql.reference.inputs import IngressState, PartitionedState
 from streamql.time import INFINITY_MICROS, duration_micros, shift
 
 #: the key of the group's stream inside a ``group_apply`` sub-query in an evaluation environment
@@ -73,7 +74,13 @@ class Flow:
         return Flow(events, tuple(node.output_cti((c,)) for c in self.ctis))
 
 
-def input_flow(state: IngressState) -> Flow:
+def input_flow(state: IngressState | PartitionedState) -> Flow:
+    """An input's accepted events as a stream; a partitioned input's are the union of its
+    partitions' (each event bounded by its own partition's CTI), with the least of their CTIs."""
+    if isinstance(state, PartitionedState):
+        parts = [input_flow(p) for p in state.parts.values()]
+        return Flow([bounded(e, f.cti) for f in parts for e in f.events],
+                    tuple(least_cti(step) for step in zip(*(f.ctis for f in parts))))
     cti = state.cti
     events = []
     for e in state.events:

@@ -16,6 +16,8 @@ ACTION, MOVED_TO = "_sq_action", "_sq_moved_to"
 #: a row's arrival as its late record shows it (``streamql.spark.ingress.late.arrival_of``), carried by
 #: the edge rows of an EDGE input until they are matched
 LATE_ARRIVAL = "_sq_l_arrival"
+#: a partitioned input's partition value, as its rows and late records carry it
+PARTITION = "_sq_partition"
 
-__all__ = ["ACTION", "ARRIVAL", "BAD", "CLOSED", "END", "FLOOR", "HEAD", "KIND", "LATE_ARRIVAL", "MOVED_TO", "SEQ",
-           "START"]
+__all__ = ["ACTION", "ARRIVAL", "BAD", "CLOSED", "END", "FLOOR", "HEAD", "KIND", "LATE_ARRIVAL", "MOVED_TO",
+           "PARTITION", "SEQ", "START"]

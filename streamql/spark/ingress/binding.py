@@ -17,7 +17,7 @@ from streamql.errors import BindingError
 from streamql.events import Shape
 from streamql.payload import Kind, ValueType
 from streamql.query.nodes import Input
-from streamql.spark.base.columns import ARRIVAL, BAD, END, KIND, SEQ, START
+from streamql.spark.base.columns import ARRIVAL, BAD, END, KIND, PARTITION, SEQ, START
 from streamql.spark.base.schema import column_for_field
 from streamql.spark.base.sketches import quantiles
 from streamql.spark.ingress import arrival_scan as scan
@@ -37,15 +37,41 @@ class Binding:
     arrival: str | None
     advance_time: AdvanceTimeSettings | None
     bad_rows: Literal["error", "drop"]
+    #: a partitioned input's partition column and its declared values (docs/partitioned-inputs.md)
+    partition: str | None = None
+    partitions: tuple[int | str, ...] | None = None
+    #: an internal binding of one declared partition (its index in ``partitions``), or of the rows
+    #: whose partition value is not declared (``UNDECLARED``): ``partitioned.parts`` makes them
+    part: int | None = None
 
     @property
     def name(self) -> str:
         return self.node.name
 
+    @property
+    def partitioned(self) -> bool:
+        """Whether this is a user's partitioned binding (not one of its internal parts)."""
+        return self.partition is not None and self.part is None
+
+    @property
+    def part_value(self) -> int | str | None:
+        """The declared partition value of an internal part (None for the undeclared rows' part)."""
+        if self.part is None or self.part == UNDECLARED:
+            return None
+        assert self.partitions is not None
+        return self.partitions[self.part]
+
+
+#: ``Binding.part`` of the internal binding that holds a partitioned input's rows whose partition
+#: value is not declared: all of them are bad rows
+UNDECLARED = -1
+
 
 def check_binding(b: Binding) -> None:
     """Every error that can be found without running a job."""
     columns = {f.name: f.dataType for f in b.source.schema.fields}
+    _check_named_columns(b)
+    _check_partitions(b, columns)
 
     def column(role: str, name: str | None) -> T.DataType:
         assert name is not None
@@ -85,6 +111,64 @@ def check_binding(b: Binding) -> None:
                                f"{b.node.schema.name}.{field.name}; its columns are: {', '.join(columns)}")
         column_for_field(F.col(field.name), columns[field.name], field.type,
                          f"input {b.name!r}: column {field.name!r}")
+
+
+def _check_named_columns(b: Binding) -> None:
+    """Every column the binding names (times, edge, kind, arrival, partition, payload fields) is in
+    the DataFrame exactly once — a column that appears twice (as after a join) would fail in the
+    scan as ambiguous. Spark resolves names without case unless ``spark.sql.caseSensitive``."""
+    names = b.source.schema.fieldNames()
+    sensitive = str(b.source.sparkSession.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+
+    def key(n: str) -> str:
+        return n if sensitive else n.lower()
+
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[key(n)] = counts.get(key(n), 0) + 1
+    named = [("start", b.start), ("end", b.end), ("edge", b.edge), ("kind", b.kind), ("arrival", b.arrival),
+             ("partition", b.partition)] + [(f"payload field {b.node.schema.name}.{f.name}", f.name)
+                                            for f in b.node.schema.fields]
+    for role, name in named:
+        if name is None:
+            continue
+        found = counts.get(key(name), 0)
+        if found == 0 and role == "partition":  # the other roles' checks below say it their way
+            raise BindingError(f"input {b.name!r}: the DataFrame has no column {name!r} for the {role}; "
+                               f"its columns are: {', '.join(names)}")
+        if found > 1:
+            same = [n for n in names if key(n) == key(name)]
+            raise BindingError(f"input {b.name!r}: column {name!r} (the {role}) appears {found} times in the "
+                               f"DataFrame ({', '.join(map(repr, same))}; as after a join): select or rename "
+                               "the columns so that each name appears once")
+
+
+def _check_partitions(b: Binding, columns: dict[str, T.DataType]) -> None:
+    """``partition`` and ``partitions`` both or neither; the declared values distinct, of the
+    column's kind (ints for an integer column, strings for a string column)."""
+    if (b.partition is None) != (b.partitions is None):
+        given, missing = ("partition", "partitions") if b.partition is not None else ("partitions", "partition")
+        raise BindingError(f"input {b.name!r}: {given}= needs {missing}= too (a partitioned input names its "
+                           "partition column with partition= and declares its values with partitions=)")
+    if b.partition is None or b.partitions is None:
+        return
+    if not b.partitions:
+        raise BindingError(f"input {b.name!r}: partitions= declares no partition of column {b.partition!r}")
+    dtype = columns[b.partition]
+    if isinstance(dtype, T.IntegralType):
+        wanted: type = int
+    elif isinstance(dtype, T.StringType):
+        wanted = str
+    else:
+        raise BindingError(f"input {b.name!r}: partition column {b.partition!r} is {dtype.simpleString()}; "
+                           "it must be an integer or a string column")
+    wrong = [v for v in b.partitions if not isinstance(v, wanted) or isinstance(v, bool)]
+    if wrong:
+        raise BindingError(f"input {b.name!r}: partition column {b.partition!r} is {dtype.simpleString()}, so "
+                           f"partitions= takes {wanted.__name__}s; got {', '.join(map(repr, wrong))}")
+    twice = sorted({repr(v) for v in b.partitions if b.partitions.count(v) > 1})
+    if twice:
+        raise BindingError(f"input {b.name!r}: partitions= declares {', '.join(twice)} more than once")
 
 
 def _check_time(b: Binding, role: str, name: str, dtype: T.DataType) -> None:
@@ -162,6 +246,13 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool
             ]
     if b.arrival is not None:
         reasons.append((F.col(b.arrival).isNull(), F.lit(f"{b.arrival} is null")))
+    if b.part == UNDECLARED:
+        # the internal binding of the rows whose partition value is not declared: all are bad
+        assert b.partition is not None and b.partitions is not None
+        declared = ", ".join(map(repr, b.partitions))
+        reasons.insert(0, (F.lit(True), F.concat(
+            F.lit(f"{b.partition} "), F.coalesce(F.col(b.partition).cast("string"), F.lit("null")),
+            F.lit(f" is not a declared partition (partitions=[{declared}])"))))
     payload = []
     for field in b.node.schema.fields:
         converted = column_for_field(F.col(field.name), types[field.name], field.type, field.name)
@@ -175,6 +266,7 @@ def prepare(b: Binding, cti_rows: DataFrame | None = None, partition_order: bool
         kind.alias(KIND), start.alias(START), end.alias(END), bad.alias(BAD),
         (F.col(b.arrival) if b.arrival is not None else F.lit(None)).alias(ARRIVAL),
         *payload,
+        *([F.col(b.partition).alias(PARTITION)] if b.part == UNDECLARED and b.partition is not None else []),
     )
     if cti_rows is not None:
         imported = cti_rows.select(
@@ -261,4 +353,4 @@ def arrival_key(prepared: DataFrame) -> Column:
 
 
 
-__all__ = ["Binding", "arrival_key", "check_binding", "micros", "prepare", "scan_settings"]
+__all__ = ["UNDECLARED", "Binding", "arrival_key", "check_binding", "micros", "prepare", "scan_settings"]

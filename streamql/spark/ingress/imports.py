@@ -55,10 +55,10 @@ def scan_input(bindings: Mapping[str, Binding], name: str, done: Mapping[str, In
                 raise BindingError(f"inputs {name!r} and {source!r} share one arrival clock, but their "
                                    f"arrival columns have different types ({mine} and {theirs})")
     # an input whose CTIs another imports on a shared arrival clock hands over its CTI steps
-    cti_steps = b.arrival is not None and any(
+    cti_steps = b.arrival is not None and b.partition is None and any(
         other.advance_time is not None and other.advance_time.import_ is not None
         and other.advance_time.import_.from_input == name and other.arrival is not None
-        for other in bindings.values())
+        and other.partition is None for other in bindings.values())
     flush = final and settings is not None and settings.generation is not None and settings.generation.flush
     return run_ingress(b, imported, Wanted(flush=flush, cti_steps=cti_steps, match_edges=match_edges, initial=initial,
                                            first_position=first_position), first)

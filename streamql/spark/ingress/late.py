@@ -20,7 +20,7 @@ from streamql.events import Late, late_order
 from streamql.payload import PayloadSchema
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.ingress.binding import arrival_key
-from streamql.spark.base.columns import ACTION, BAD, END, KIND, LATE_ARRIVAL, MOVED_TO, SEQ, START
+from streamql.spark.base.columns import ACTION, BAD, END, KIND, LATE_ARRIVAL, MOVED_TO, PARTITION, SEQ, START
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
 
@@ -29,8 +29,11 @@ L_ARRIVAL, L_ACTION, L_KIND, L_START, L_END, L_CTI, L_NEW_START, L_NEW_END, L_RE
     LATE_ARRIVAL, "_sq_l_action", "_sq_l_kind", "_sq_l_start", "_sq_l_end", "_sq_l_cti",
     "_sq_l_new_start", "_sq_l_new_end", "_sq_l_reason")
 _TIMES = [L_START, L_END, L_CTI, L_NEW_START, L_NEW_END]
+#: a partitioned input's records: the partition of each (``with_partition``)
+L_PARTITION = "_sq_l_partition"
 #: the columns of ``Binder.late``
-COLUMNS = ["input", "arrival", "action", "kind", "start", "end", "cti", "new_start", "new_end", "payload", "reason"]
+COLUMNS = ["input", "arrival", "action", "kind", "start", "end", "cti", "new_start", "new_end", "payload", "reason",
+           "partition"]
 
 DROPPED, ADJUSTED, BAD_ROW = "dropped", "adjusted", "bad_row"
 
@@ -124,11 +127,20 @@ def _record(arrival: Column, action: str | Column, kind: str | Column, start: Co
 def bad_rows(prepared: DataFrame, arrival: Column, payload: Sequence[str]) -> DataFrame:
     """The records of the rows ``bad_rows="drop"`` dropped (a CTI row's kind is ``"CTI"``)."""
     kind = F.col(KIND)
+    # the rows of a partitioned input whose partition value is not declared carry that value
+    partition = [F.col(PARTITION).alias(L_PARTITION)] if PARTITION in prepared.columns else []
     return prepared.filter(F.col(BAD).isNotNull()).select(*_record(
         arrival, BAD_ROW, _kind_name(kind), F.col(START),
         # a start edge and a CTI row have no end given (an EDGE input's scan holds INFINITY there)
         F.when((kind == scan.START_EDGE) | (kind == scan.CTI), F.lit(None)).otherwise(F.col(END)), None, None, None,
-        payload, F.col(BAD)))
+        payload, F.col(BAD)), *partition)
+
+
+def with_partition(records: DataFrame, value: Column) -> DataFrame:
+    """One partition's records with their partition ``value`` (the undeclared rows' keep their own)."""
+    if L_PARTITION in records.columns:
+        return records.withColumn(L_PARTITION, F.coalesce(F.col(L_PARTITION), value))
+    return records.withColumn(L_PARTITION, value)
 
 
 def decided_rows(events: DataFrame, arrival: Column, payload: Sequence[str]) -> DataFrame:
@@ -228,7 +240,10 @@ def late_frame(inputs: Mapping[str, tuple[PayloadSchema, DataFrame]]) -> DataFra
                            *[_timestamp(F.col(c)).alias(n) for c, n in zip(_TIMES, COLUMNS[4:9])],
                            # a CTI row has no payload: None, as for a bad row without one
                            F.when(F.col(L_KIND) == "CTI", F.lit(None)).otherwise(structs[name]).alias("payload"),
-                           F.col(L_REASON).alias("reason"))
+                           F.col(L_REASON).alias("reason"),
+                           # strings: one column for the inputs' partitions of every kind
+                           (F.col(L_PARTITION) if L_PARTITION in frame.columns else F.lit(None))
+                           .cast("string").alias("partition"))
               for name, (_, frame) in inputs.items()]
     out = frames[0]
     for more in frames[1:]:
@@ -253,17 +268,19 @@ def late_records(name: str, schema: PayloadSchema, frame: DataFrame) -> list[Lat
     """One input's records collected as ``sq.Late``, in arrival order."""
     count = len(schema.fields)
     payload = [collectable(F.col(f.name), f.type).alias(f.name) for f in schema.fields]
-    rows = frame.select(L_ARRIVAL, L_ACTION, L_KIND, *_TIMES, L_REASON, *payload).collect()
+    partition = F.col(L_PARTITION) if L_PARTITION in frame.columns else F.lit(None)
+    rows = frame.select(L_ARRIVAL, L_ACTION, L_KIND, *_TIMES, L_REASON, *payload, partition.alias(L_PARTITION)).collect()
 
     def time(value: int | None) -> Any:
         return None if value is None else from_micros(value)
 
     records = [Late(input=name, arrival=r[0], action=r[1], kind=r[2], start=time(r[3]), end=time(r[4]),
                     cti=time(r[5]), new_start=time(r[6]), new_end=time(r[7]),
-                    payload=None if r[2] == "CTI" else payload_from_row(schema, r[9:9 + count]), reason=r[8])
+                    payload=None if r[2] == "CTI" else payload_from_row(schema, r[9:9 + count]), reason=r[8],
+                    partition=r[9 + count])
                for r in rows]
     return sorted(records, key=late_order)
 
 
 __all__ = ["COLUMNS", "EdgeCauses", "WentBack", "arrival_of", "bad_rows", "decided_rows", "edge_rows", "late_frame",
-           "late_records", "went_back_reason", "with_went_back", "written_columns"]
+           "late_records", "went_back_reason", "with_partition", "with_went_back", "written_columns"]

@@ -398,7 +398,8 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
         dropped=accepted.dropped, adjusted=accepted.adjusted, bad_rows=s.bad_rows + accepted.unmatched,
         cti_steps=_cti_steps(s, walk.states) if wanted.cti_steps else None, persisted=persisted,
         state=attrs.evolve(walk.state, cti=ctis.final), rows=s.rows,
-        late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late),
+        late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late,
+                                                                                allowMissingColumns=True),
         reached=ctis.reached, starts=s.start_sketches, arrival_range=s.arrival_range,
     )
 
@@ -526,7 +527,10 @@ def on_one_clock(bindings: Mapping[str, Binding], name: str) -> bool:
     its numbering takes the imported CTI rows in, so its scan waits for the other input's."""
     b = bindings[name]
     imported = b.advance_time.import_ if b.advance_time is not None else None
-    return imported is not None and b.arrival is not None and bindings[imported.from_input].arrival is not None
+    # a partitioned input has no one arrival clock: imports to and from it take the rule for inputs
+    # without arrival columns (docs/partitioned-inputs.md)
+    return (imported is not None and b.arrival is not None and b.partition is None
+            and bindings[imported.from_input].arrival is not None and bindings[imported.from_input].partition is None)
 
 
 def _as_input(compact: DataFrame, number: int) -> DataFrame:
@@ -909,7 +913,9 @@ def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInput
         fields = [f.name for f in b.node.schema.fields]
         row = prepared.filter(F.col(SEQ) == seq).select(F.col(ARRIVAL).alias(b.arrival), *fields).first()
     shown = f", row {row.asDict()}" if row is not None else ""
-    return BadInputError(f"input {b.name!r}: bad row ({reason}{shown}); "
+    where = f"input {b.name!r}" if b.part is None else \
+        f"input {b.name!r}, {'undeclared partition' if b.part_value is None else f'partition {b.part_value!r}'}"
+    return BadInputError(f"{where}: bad row ({reason}{shown}); "
                          "bind with bad_rows='drop' to drop and count such rows")
 
 

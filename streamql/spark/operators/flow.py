@@ -206,6 +206,17 @@ def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reach
     return Flow(events.withColumn(FLOOR, floor.cast("long")), cti, finite_cti, reached=reached, starts=starts)
 
 
+def union_flow(flows: Sequence[Flow], cti: int | None, finite_cti: int | None, reached: int | None,
+               starts: Sketches | None) -> Flow:
+    """The events of ``flows`` (input flows, each open event with its own stream's CTI as its
+    floor) as one stream with CTI ``cti``: a partitioned input's partitions
+    (``streamql.spark.ingress.partitioned``), as a ``union`` of them combines them."""
+    frame = flows[0].frame
+    for more in flows[1:]:
+        frame = frame.unionByName(more.frame)
+    return Flow(frame, cti, finite_cti, reached=reached, starts=starts)
+
+
 def cti_literal(cti: Cti) -> Column:
     """A CTI as a long column (null: no CTI yet)."""
     return cti if isinstance(cti, Column) else F.lit(cti).cast("long")

@@ -103,7 +103,9 @@ def bind(spark: SparkSession, records: DataFrame) -> sq.Binder:
 
 
 def session(jars: Sequence[str], **config: str) -> SparkSession:
-    """A local[2] session with Spark's Kafka connector on ``spark.jars``, set as the tests' sessions."""
+    """A local[2] session with Spark's Kafka connector on ``spark.jars``, set as the tests' sessions
+    (its Python workers run this interpreter)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC").config("spark.jars", ",".join(jars))
@@ -115,7 +117,6 @@ def session(jars: Sequence[str], **config: str) -> SparkSession:
 
 def main(argv: Sequence[str]) -> None:
     bootstrap, topic, sink, late_sink, checkpoint, jars = argv[:6]
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = session(jars.split(","), **{"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"})
     running = bind(spark, read_stream(spark, bootstrap, topic, per_trigger=20)).start(
         QUERY, sink=sink, checkpoint=checkpoint, late_sink=late_sink)

@@ -39,9 +39,12 @@ from streamql.events import EdgeKind, Result, Shape
 from streamql.query import nodes
 from streamql.query.stream import Stream
 from streamql.spark.streaming.state import Carried, InputState, StateStore, observed_metrics
-from streamql.spark.streaming.step import ArrivalWentBack, Plan, Step, empty_carried, scan_new_rows, step
-from streamql.spark.ingress.late import late_frame, written_columns
-from streamql.spark.ingress.binding import Binding
+from streamql.spark.streaming.step import (ArrivalWentBack, Plan, Step, empty_carried, planned, scan_new_rows,
+                                           step)
+from streamql.payload import PayloadSchema
+from streamql.query.joins import least_cti
+from streamql.spark.ingress.late import late_frame, with_partition, written_columns
+from streamql.spark.ingress.binding import UNDECLARED, Binding
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
 from streamql.spark.runtime.connect import AnySession, is_connect
@@ -81,6 +84,13 @@ class Progress:
     #: this micro-batch, the greatest before), so their events can be late by the CTIs already
     #: committed (docs/streaming.md, "Why events of a stream are late")
     arrival_went_back: Mapping[str, ArrivalWentBack] = attrs.field(factory=dict)
+    #: per partitioned input (``bind(..., partition=)``), each declared partition's current CTI
+    #: (datetime, or None); ``input_ctis`` holds the input's, the least of them
+    partition_ctis: Mapping[str, Mapping[int | str, Any]] = attrs.field(factory=dict)
+
+
+def _time(micros: int | None) -> Any:
+    return None if micros is None else from_micros(micros)
 
 
 def _progress_json(p: Progress) -> str:
@@ -89,7 +99,10 @@ def _progress_json(p: Progress) -> str:
     def micros(t: Any) -> int | None:
         return None if t is None else to_micros(t)
     return json.dumps({**attrs.asdict(p), "input_ctis": {k: micros(v) for k, v in p.input_ctis.items()},
-                       "output_cti": micros(p.output_cti)})
+                       "output_cti": micros(p.output_cti),
+                       # pairs: a partition value may be an int, which a JSON key cannot be
+                       "partition_ctis": {k: [[value, micros(v)] for value, v in parts.items()]
+                                          for k, parts in p.partition_ctis.items()}})
 
 
 def _progress_of(text: str) -> Progress:
@@ -97,6 +110,8 @@ def _progress_of(text: str) -> Progress:
     fields["input_ctis"] = {k: None if v is None else from_micros(v) for k, v in fields["input_ctis"].items()}
     fields["output_cti"] = None if fields["output_cti"] is None else from_micros(fields["output_cti"])
     fields["arrival_went_back"] = {k: ArrivalWentBack(**v) for k, v in fields.get("arrival_went_back", {}).items()}
+    fields["partition_ctis"] = {k: {value: None if v is None else from_micros(v) for value, v in pairs}
+                                for k, pairs in fields.get("partition_ctis", {}).items()}
     return Progress(**fields)
 
 
@@ -224,15 +239,31 @@ class _Query:
         for name, back in sorted(outcome.arrival_went_back.items()):
             b = self.plan.bindings[name]
             timestamps = b.arrival is not None and isinstance(b.source.schema[b.arrival].dataType, ST.TimestampType)
-            warnings.warn(went_back_message(self.name, name, batch, back, timestamps), ArrivalOrderWarning,
+            warnings.warn(went_back_message(self.name, b.name, batch, back, timestamps), ArrivalOrderWarning,
                           stacklevel=2)
+        # a partitioned input's partitions are internal inputs of the plan: reported by the user's
+        # input name, its CTI the least of its declared partitions'
+        input_rows: dict[str, int] = {}
+        for name, n in outcome.input_rows.items():
+            input_rows[self.plan.bindings[name].name] = input_rows.get(self.plan.bindings[name].name, 0) + n
+        ctis: dict[str, list[int | None]] = {}
+        partition_ctis: dict[str, dict[int | str, Any]] = {}
+        for name, i in state.inputs.items():
+            b = self.plan.bindings[name]
+            if b.part is None:
+                ctis[name] = [i.cti]
+            elif b.part != UNDECLARED:
+                ctis.setdefault(b.name, []).append(i.cti)
+                partition_ctis.setdefault(b.name, {})[b.part_value if b.part_value is not None else ""] = \
+                    None if i.cti is None else from_micros(i.cti)
         return Progress(
-            batch=batch, input_rows=dict(outcome.input_rows), released=count,
-            input_ctis={name: None if i.cti is None else from_micros(i.cti) for name, i in state.inputs.items()},
+            batch=batch, input_rows=input_rows, released=count,
+            input_ctis={name: _time(least_cti(tuple(cs))) for name, cs in ctis.items()},
             output_cti=None if state.out_cti is None else from_micros(state.out_cti),
             dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=rows,
             started=began, seconds=time.time() - began, query=self.name, jobs=jobs.jobs,
-            arrival_went_back=dict(outcome.arrival_went_back))
+            arrival_went_back={self.plan.bindings[n].name: back for n, back in outcome.arrival_went_back.items()},
+            partition_ctis=partition_ctis)
 
     def _step(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool, session: SparkSession,
               scanned: Mapping[str, Ingress] | None) -> tuple[Carried, int, Step, int]:
@@ -267,7 +298,14 @@ class _Query:
         """The step's late records to ``<late_sink>/micro_batch=<id>`` (published only if there are
         any; kept as it is when a repeated micro-batch finds it there)."""
         assert self.late_sink is not None
-        frames = {name: (self.plan.bindings[name].node.schema, frame) for name, frame in sorted(outcome.late.items())}
+        frames: dict[str, tuple[PayloadSchema, DataFrame]] = {}
+        for name, frame in sorted(outcome.late.items()):
+            b = self.plan.bindings[name]
+            if b.part is not None:  # a partition of a partitioned input: under the input's name
+                frame = with_partition(frame, F.lit(b.part_value).cast(b.source.schema[b.partition or ""].dataType))
+                if b.name in frames:
+                    frame = frames[b.name][1].unionByName(frame, allowMissingColumns=True)
+            frames[b.name] = (b.node.schema, frame)
         if not frames:
             return
         rows, options = written_columns(late_frame(frames), self.format)
@@ -376,7 +414,8 @@ class _Runner:
             due = [q for q in self.queries.values() if not q.store.has(batch)]
             if not due:
                 return
-            shared = len(due) > 1
+            # several queries read the micro-batch, or a partitioned input is split by partition value
+            shared = len(due) > 1 or any(q.plan.unread for q in due)
             if shared:  # every query's scan and step reads the micro-batch: read its files once
                 df = df.persist(StorageLevel.MEMORY_AND_DISK)
             # the micro-batch's session is the stream's own (a clone of the user's): its steps run
@@ -431,8 +470,8 @@ class _Runner:
         bindings: dict[str, Binding] = {}
         static: set[str] = set()
         for query, before in zip(due, carried):
-            for name in nodes.inputs_of(query.plan.query):
-                state = before.state.inputs[name]
+            for name in query.plan.scanned:
+                state = before.state.inputs.get(name, InputState())
                 if name in states and (states[name].scan, states[name].fed) != (state.scan, state.fed):
                     return None
                 states[name] = state
@@ -650,7 +689,7 @@ def start(spark: AnySession, bindings: Mapping[str, Binding], q: Stream[T], *, s
     streaming = sorted(n for n, b in chosen.items() if b.source.isStreaming)
     static = frozenset(n for n in chosen if n not in streaming)
     shapes = (output,) if not feed or output is Shape.EDGE else (output, Shape.EDGE)
-    plan = Plan(q.node, chosen, shapes, static)
+    plan = planned(q.node, chosen, shapes, static)
     query_name = name or f"streamql_{next(_NUMBERS)}"
     root = f"{checkpoint.rstrip('/')}/streamql"
     if late_sink is not None and (not isinstance(late_sink, str) or late_sink.rstrip("/") == sink.rstrip("/")):
@@ -685,7 +724,7 @@ def start_many(spark: AnySession, bindings: Mapping[str, Binding], queries: Mapp
             options = writer_options(format, q.node.schema, "sink")
             its = _chosen_bindings(spark, bindings, q)
             static = frozenset(n for n, b in its.items() if not b.source.isStreaming)
-            plan = Plan(q.node, its, (Shape.INTERVAL, Shape.EDGE), static)
+            plan = planned(q.node, its, (Shape.INTERVAL, Shape.EDGE), static)
             each[query_name] = _Query(spark, query_name, plan, sinks[query_name], f"{root}/queries/{query_name}",
                                       format, options, Shape.INTERVAL, True)
             chosen.update(its)

@@ -48,6 +48,11 @@ def test_a_fast_partition_does_not_drop_a_slow_ones_events(spark: SparkSession, 
     result = binder.run(x)
     assert (result.dropped, result.final_cti) == (0, from_micros(15))
     assert [e.payload.k for e in result.events] == [5, 10]
+    # stored the other way round (each partition's rows still in their order): the same
+    slow_first = sorted(fast_then_slow(), key=lambda r: -r[0])
+    stored = partitioned_frame(spark, sq.Shape.POINT, slow_first, spark_partitions=2)
+    again = bind_partitioned(sq.Binder(spark), x, stored, sq.Shape.POINT, EVERY_EVENT, [0, 1], arrival=arrival).run(x)
+    assert (again.events, again.dropped, again.final_cti) == (result.events, result.dropped, result.final_cti)
     # a declared partition with no rows holds the input's CTI back
     quiet = bind_partitioned(sq.Binder(spark), x, df, sq.Shape.POINT, EVERY_EVENT, [0, 1, 2], arrival=arrival)
     assert quiet.run(x).final_cti is None
@@ -97,6 +102,7 @@ def test_bind_checks_the_columns_before_any_job(spark: SparkSession) -> None:
         assert count.jobs == 0
 
 
+@pytest.mark.slow
 def test_jobs_of_a_partitioned_run(spark: SparkSession) -> None:
     """A partitioned run's jobs: the first summary passes of all partitions in one job, then the
     final one; no more than a run of the same rows without partitions takes, plus none per
@@ -123,6 +129,7 @@ def comparable(result: sq.Result[Any]) -> tuple[Any, ...]:
     return result.events, result.edges, result.dropped, result.adjusted, result.bad_rows, result.final_cti, late
 
 
+@pytest.mark.slow
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(20))
 @given(shape=st.sampled_from(list(sq.Shape)), data=st.data(), settings_=advance_settings(), ops=pipelines(),
        output=st.sampled_from(list(sq.Shape)), arrival=st.booleans(), undeclared=st.integers(0, 2),

@@ -13,7 +13,7 @@ import streamql as sq
 from streamql.payload import sort_key
 from streamql.query import nodes
 from streamql.reference import declared_inputs
-from streamql.reference.inputs import ingest
+from streamql.reference.inputs import IngressState, ingest
 from streamql.spark.streaming.state import Carried, StateStore
 from streamql.spark.streaming.step import Plan, empty_carried, step
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME
@@ -144,6 +144,7 @@ def expected_floor(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: in
         return None
     floor = to_micros(result.final_cti)
     for state in ingest(given, declared_inputs(q, given)).values():
+        assert isinstance(state, IngressState)  # these inputs have no partitions
         for event in state.events + state.open_edges:
             if not event.closed:
                 floor = min(floor, event.start + start_shift(q.node))

@@ -18,7 +18,8 @@ import attrs
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from streamql.query.joins import greatest_finite_cti, least_cti
+from streamql.query.joins import Union, greatest_finite_cti, least_cti
+from streamql.query.nodes import Input, Node
 from streamql.spark.ingress.binding import UNDECLARED, Binding
 from streamql.spark.ingress.late import with_partition
 from streamql.spark.ingress.scan import Ingress
@@ -33,17 +34,56 @@ def part_key(name: str, part: int) -> str:
     return f"{name}{_SEPARATOR}{part}"
 
 
+def part_rows(part: Binding, rows: DataFrame) -> DataFrame:
+    """The rows of ``rows`` (the partitioned input's) that belong to internal binding ``part``."""
+    assert part.partition is not None and part.partitions is not None
+    column = F.col(part.partition)
+    if part.part == UNDECLARED:
+        declared = column.isin(list(part.partitions))
+        return rows.filter(column.isNull() | ~F.coalesce(declared, F.lit(False)))
+    return rows.filter(column == F.lit(part.part_value))
+
+
 def parts_of(b: Binding) -> dict[str, Binding]:
     """The internal bindings of a partitioned binding ``b`` by key: one per declared partition, in
     declaration order, then the one of the undeclared rows."""
-    assert b.partition is not None and b.partitions is not None
-    column = F.col(b.partition)
-    parts = {part_key(b.name, i): attrs.evolve(b, source=b.source.filter(column == F.lit(value)), part=i)
-             for i, value in enumerate(b.partitions)}
-    declared = column.isin(list(b.partitions))
-    parts[part_key(b.name, UNDECLARED)] = attrs.evolve(
-        b, source=b.source.filter(column.isNull() | ~F.coalesce(declared, F.lit(False))), part=UNDECLARED)
+    assert b.partitions is not None
+    parts = {}
+    for i in [*range(len(b.partitions)), UNDECLARED]:
+        part = attrs.evolve(b, part=i)
+        parts[part_key(b.name, i)] = attrs.evolve(part, source=part_rows(part, b.source))
     return parts
+
+
+def declared_keys(b: Binding) -> list[str]:
+    """The keys of the internal bindings of ``b``'s declared partitions."""
+    assert b.partitions is not None
+    return [part_key(b.name, i) for i in range(len(b.partitions))]
+
+
+def with_parts(node: Node, bindings: Mapping[str, Binding]) -> Node:
+    """``node`` with every input bound as a partitioned input read as the ``union`` of its declared
+    partitions' internal inputs (a live run's plan: each partition is an input of its own there)."""
+    if isinstance(node, Input):
+        b = bindings.get(node.name)
+        if b is None or not b.partitioned:
+            return node
+        parts = tuple(Input(key, node.payload, node.shape) for key in declared_keys(b))
+        return parts[0] if len(parts) == 1 else Union(parts)
+    changes: dict[str, Node | tuple[Node, ...]] = {}
+    for field in attrs.fields(type(node)):
+        value = getattr(node, field.name)
+        if isinstance(value, Node):
+            changes[field.name] = with_parts(value, bindings)
+        elif isinstance(value, tuple) and value and all(isinstance(v, Node) for v in value):
+            changes[field.name] = tuple(with_parts(v, bindings) for v in value)
+    changed = {k: v for k, v in changes.items() if v is not getattr(node, k)}
+    return attrs.evolve(node, **changed) if changed else node
+
+
+def user_name(key: str) -> str:
+    """The user's input name of an internal binding's key (a name without partitions as it is)."""
+    return key.split(_SEPARATOR, 1)[0]
 
 
 def expanded(bindings: Mapping[str, Binding], order: Sequence[str]) -> dict[str, Binding]:
@@ -92,4 +132,4 @@ def combined(b: Binding, parts: Mapping[str, Ingress], bindings: Mapping[str, Bi
         arrival_range=(min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None)
 
 
-__all__ = ["combined", "expanded", "part_key", "parts_of"]
+__all__ = ["combined", "declared_keys", "expanded", "part_key", "part_rows", "parts_of", "user_name", "with_parts"]

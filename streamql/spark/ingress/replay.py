@@ -36,6 +36,9 @@ def reference_inputs(binder: Binder, q: Stream[Any], max_events: int) -> dict[st
         b = bindings[name]
         if b.source.isStreaming:
             raise BindingError(f"input {name!r} is bound to a streaming DataFrame: a timeline replays a batch run")
+        if b.partition is not None:
+            raise BindingError(f"input {name!r} is a partitioned input (partition={b.partition!r}): a timeline "
+                               "draws one arrival order per input")
         settings = b.advance_time
         if settings is not None and settings.import_ is not None and b.arrival is not None \
                 and bindings[settings.import_.from_input].arrival is not None:

@@ -28,14 +28,15 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from streamql.errors import BadInputError
+from streamql.errors import BadInputError, BindingError
 from streamql.events import Shape
 from streamql.query.esper import LengthBatch
 from streamql.query.nodes import Input, Node, inputs_of
 from streamql.query.windows import HoppingWindow, WindowAggregate
 from streamql.spark.base.columns import CLOSED, END, HEAD, LATE_ARRIVAL, SEQ, START
 from streamql.spark.ingress.edge_matching import MatchedEdges, match_end_edges
-from streamql.spark.ingress.binding import Binding
+from streamql.spark.ingress.binding import UNDECLARED, Binding
+from streamql.spark.ingress.partitioned import part_rows, parts_of, with_parts
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.ingress.late import EdgeCauses, WentBack, edge_rows, with_went_back
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
@@ -70,6 +71,14 @@ class Plan:
     shapes: tuple[Shape, ...]
     #: inputs bound to static DataFrames, read whole in the first step
     static: frozenset[str] = frozenset()
+    #: internal inputs scanned and counted but not read by the query: a partitioned input's rows
+    #: whose partition value is not declared (bad rows; ``planned``)
+    unread: frozenset[str] = frozenset()
+
+    @property
+    def scanned(self) -> dict[str, Input]:
+        """The inputs each step scans: those the query reads and the ``unread`` ones."""
+        return {**inputs_of(self.query), **{name: self.bindings[name].node for name in sorted(self.unread)}}
 
     @property
     def payload(self) -> list[str]:
@@ -80,7 +89,9 @@ class Plan:
         """What a checkpoint must match to continue a run: the inputs (name, payload type, shape),
         the output payload type and the released shapes."""
         read = inputs_of(self.query)
-        inputs = ", ".join(f"{n}: {read[n].schema.name}/{read[n].shape.name}" for n in sorted(read))
+        # a partitioned input's internal inputs by the user's name and the partition's number
+        inputs = ", ".join(f"{n}: {read[n].schema.name}/{read[n].shape.name}".replace("\x00", "#")
+                           for n in sorted(read))
         return f"{inputs} -> {self.query.schema.name}({', '.join(self.payload)}) as " + \
             "+".join(s.name for s in self.shapes)
 
@@ -187,9 +198,35 @@ class Observed:
         return 0 if metrics is None else int(metrics["rows"])
 
 
+def planned(query: Node, bindings: Mapping[str, Binding], shapes: tuple[Shape, ...],
+            static: frozenset[str] = frozenset()) -> Plan:
+    """The ``Plan`` of ``query`` over ``bindings``: a partitioned input is read as the ``union`` of
+    one internal input per declared partition (``streamql.spark.ingress.partitioned``), each with
+    its own scan state, CTIs, edges and retention, and the rows of undeclared partitions are
+    scanned as an unread input of their own (bad rows)."""
+    read = inputs_of(query)
+    partitioned = {name for name in read if bindings[name].partitioned}
+    if not partitioned:
+        return Plan(query, bindings, shapes, static)
+    for b in bindings.values():
+        imported = b.advance_time.import_ if b.advance_time is not None else None
+        if imported is not None and (b.partitioned or bindings[imported.from_input].partitioned):
+            raise BindingError(f"input {b.name!r} imports the CTIs of {imported.from_input!r}: a running query "
+                               "does not yet import CTIs to or from a partitioned input (a batch run does)")
+    expanded: dict[str, Binding] = {name: b for name, b in bindings.items() if name not in partitioned}
+    unread = set()
+    for name in partitioned:
+        for key, part in parts_of(bindings[name]).items():
+            expanded[key] = part
+            if part.part == UNDECLARED:
+                unread.add(key)
+    static_keys = {key for key, part in expanded.items() if part.name in static}
+    return Plan(with_parts(query, bindings), expanded, shapes, frozenset(static_keys), frozenset(unread))
+
+
 def empty_carried(plan: Plan) -> Carried:
     """The state before the first step: nothing kept, nothing released."""
-    return Carried(RunState(inputs={name: InputState() for name in inputs_of(plan.query)}), {}, {}, {})
+    return Carried(RunState(inputs={name: InputState() for name in plan.scanned}), {}, {}, {})
 
 
 def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], batch: int,
@@ -219,6 +256,8 @@ def scan_new_rows(spark: SparkSession, bindings: Mapping[str, Binding], static: 
     for name in inputs:
         b = bindings[name]
         rows = new.get(name)
+        if b.part is not None and b.name in new:  # a partitioned input's partition: its rows
+            rows = part_rows(b, new[b.name])
         if name in static and not inputs[name].fed:
             rows = b.source
         if rows is None:
@@ -249,13 +288,15 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
     persisted: list[DataFrame] = []
     if scanned is None:
         ingresses = scan_new_rows(spark, plan.bindings, plan.static,
-                                  {name: carried.state.inputs[name] for name in read}, new, final)
+                                  {name: carried.state.inputs.get(name, InputState()) for name in plan.scanned}, new,
+                                  final)
         persisted += [df for ingress in ingresses.values() for df in ingress.persisted]
     else:
         ingresses = dict(scanned)
-    inputs = {name: _input_step(plan, name, node, ingresses[name], carried, batch, final) for name, node in read.items()}
+    inputs = {name: _input_step(plan, name, node, ingresses[name], carried, batch, final)
+              for name, node in plan.scanned.items()}
     persisted += [df for i in inputs.values() for df in i.persisted]
-    flows = {name: i.flow for name, i in inputs.items()}
+    flows = {name: i.flow for name, i in inputs.items() if name in read}
     window = incremental_window(plan.query)
     if window is not None:
         return _window_step(plan, window, carried, batch, inputs, flows, persisted)
@@ -296,7 +337,9 @@ def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carr
     cti = ingress.final_cti
     matched = _match_edges(carried.pending.get(name), ingress.events, payload, batch, cti, final, went_back)
     if matched.unmatched and plan.bindings[name].bad_rows == "error":
-        raise BadInputError(f"input {name!r}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
+        b = plan.bindings[name]
+        where = f"input {b.name!r}" + ("" if b.part_value is None else f", partition {b.part_value!r}")
+        raise BadInputError(f"{where}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
                             "has no open start edge with its start and payload; bind with bad_rows='drop' "
                             "to drop and count such rows")
     late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,
@@ -329,7 +372,7 @@ def _input_step(plan: Plan, name: str, node: Input, ingress: Ingress, carried: C
                 final: bool) -> _InputStep:
     """Input ``name`` in the step of micro-batch ``batch``: its new rows decided (``_decided``)
     after the events it carried, with its CTIs after the micro-batch."""
-    before = carried.state.inputs[name]
+    before = carried.state.inputs.get(name, InputState())
     went_back, arrival_max = _arrival_went_back(before.arrival_max, ingress.arrival_range)
     decided = _decided(plan, name, node, ingress, carried, batch, final, went_back)
     cti = ingress.final_cti
@@ -535,4 +578,4 @@ def _carried_after_window(least: Least, counts: Mapping[Shape, int], *, plan: Pl
     return Carried(state, {}, _pending(inputs), {}, {PARTIALS: partials})
 
 
-__all__ = ["ArrivalWentBack", "BATCH", "Plan", "Step", "empty_carried", "scan_new_rows", "step"]
+__all__ = ["ArrivalWentBack", "BATCH", "Plan", "Step", "empty_carried", "planned", "scan_new_rows", "step"]

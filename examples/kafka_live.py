@@ -142,8 +142,9 @@ def main() -> None:
         running.process_all_available()
         steps = running.progress[seen:]
         released = sum(p.released for p in steps)
+        partitions = ", ".join(f"{p} {clock(cti)}" for p, cti in sorted(steps[-1].partition_ctis["readings"].items()))
         print(f"round {number}: {sum(p.input_rows['readings'] for p in steps)} records in {len(steps)} micro-batches, "
-              f"input CTI {clock(steps[-1].input_ctis['readings'])}, released {released}")
+              f"input CTI {clock(steps[-1].input_ctis['readings'])} (partitions {partitions}), released {released}")
     assert running is not None
     running.stop()
     print(f"stop (flush): released {running.progress[-1].released}")

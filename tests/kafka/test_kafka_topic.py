@@ -81,6 +81,12 @@ def test_a_live_query_over_the_topic_releases_what_the_batch_run_and_the_referen
     progress = running.progress
     assert len(progress) >= 5 and sum(p.input_rows["readings"] for p in progress) == 4 * PER_PARTITION
     assert sum(p.released for p in progress) == len(expected)
+    # each partition's CTI: the input's is the least, partition 3's (a second behind the others)
+    for p in progress[:-1]:
+        ctis = p.partition_ctis["readings"]
+        assert sorted(ctis) == [0, 1, 2, 3] and ctis[3] is not None, ctis
+        assert p.input_ctis["readings"] == ctis[3] < min(ctis[0], ctis[1], ctis[2])
+    assert progress[-1].input_ctis["readings"] == sq.INFINITY  # the flush
     # the batch run is the reference evaluator's over the topic's partitions, each in offset order
     records = sorted(kt.parsed(kt.read(spark, broker.bootstrap, topic)).collect(), key=lambda r: (r.partition, r.offset))
     partitions: dict[int | str, list[InputItem[kt.Reading]]] = {
@@ -95,7 +101,7 @@ def test_a_live_query_over_the_topic_releases_what_the_batch_run_and_the_referen
     live_late = late_rows(spark, str(late_sink))
     assert live_late == batch_late_rows(spark, broker, topic)
     assert live_late and all(action == "dropped" for _, _, action, _, _ in live_late)
-    at = {(r.partition, r.offset): r for r in records}
+    at = {(str(r.partition), r.offset): r for r in records}  # a late record's partition: its value as a string
     for partition, offset, _, start, meter in live_late:
         reading = at[(partition, offset)]
         assert (reading.meter, EPOCH + timedelta(microseconds=reading.ts)) == (meter, start.replace(tzinfo=timezone.utc))

@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 def test_the_kafka_example_runs_against_a_broker(broker: Broker, connector: list[str]) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "kafka_live.py"), "--bootstrap", broker.bootstrap,
-                           "--jars", ",".join(connector)], capture_output=True, text=True, timeout=900)
+                           "--jars", ",".join(connector)], capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     rounds = [line for line in lines if line.startswith("round ")]

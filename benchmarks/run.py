@@ -76,6 +76,13 @@ Rows (names for ``--only``, default all):
                    one alone) and the 50 run one after another (timed once); also write_many to
                    parquet and a hand-written PySpark job computing all 50 at once (F.window, no
                    CTIs). Not part of the table; runs after it, before the stream row
+  kafka            the stream row's hopping counts live over a Kafka topic of 4 partitions (1 M JSON
+                   readings, ``--kafka-events``), bound as a partitioned input, against Spark's own
+                   streaming aggregation with a watermark over the same topic, and the read-parse-write
+                   floor; see benchmarks/kafka_stream.py. Only when named (``--only kafka``): it starts a Kafka
+                   broker (or takes ``--bootstrap``) and needs Spark's Kafka connector of the running
+                   PySpark from Maven Central (4.3.0 is not served: run it with .venv-pyspark-4.2, which
+                   ``tests/kafka/run.py`` makes)
 
 Each row also prints streamql's phases in its last run (wall time and Spark jobs per phase: the
 worker check, the arrival order, the scan's summary and simulation, planning, the write) and the
@@ -115,6 +122,7 @@ from streamql.spark.runtime.workers import check_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import streaming  # noqa: E402 - benchmarks/streaming.py, beside this file
+import kafka_stream  # noqa: E402 - benchmarks/kafka_stream.py, beside this file
 from streamql.time import to_micros
 
 
@@ -1035,9 +1043,13 @@ def check(spark: SparkSession, case: Case, events: int, partitions: int) -> bool
 
 # --- main -----------------------------------------------------------------------------------
 
-def session(app: str) -> SparkSession:
-    """The benchmarks' session: ``local[2]``, 8 shuffle partitions, UTC, a 4 GiB driver, quiet."""
-    spark = (SparkSession.builder.master("local[2]").appName(app)
+def session(app: str, jars: Sequence[str] = ()) -> SparkSession:
+    """The benchmarks' session: ``local[2]``, 8 shuffle partitions, UTC, a 4 GiB driver, quiet;
+    ``jars`` on ``spark.jars``."""
+    builder = SparkSession.builder.master("local[2]").appName(app)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    spark = (builder
              .config("spark.sql.shuffle.partitions", "8")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.session.timeZone", "UTC")
@@ -1058,21 +1070,26 @@ def main() -> int:
     parser.add_argument("--stream-files", type=int, default=10, help="micro-batches of the stream row")
     parser.add_argument("--stream-batch", type=int, default=100_000, help="events per micro-batch of the stream row")
     parser.add_argument("--queries", type=int, default=50, help="queries of the many row")
+    parser.add_argument("--kafka-events", type=int, default=1_000_000, help="events of the kafka row's topic")
+    parser.add_argument("--kafka-per-trigger", type=int, default=100_000, help="offsets per micro-batch (kafka row)")
+    parser.add_argument("--bootstrap", default=None, help="the kafka row's broker (default: one of its own)")
     args = parser.parse_args()
     cases = CASES
     streaming_row = True
     many_row = True
+    kafka_row = False
     if args.only is not None:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = sorted(set(names) - {c.name for c in CASES} - {"stream", "many"})
+        unknown = sorted(set(names) - {c.name for c in CASES} - {"stream", "many", "kafka"})
         if unknown:
             parser.error(f"unknown rows {', '.join(unknown)}; rows are {', '.join(c.name for c in CASES)}, many, "
-                         "stream")
+                         "stream, kafka")
         cases = [c for c in CASES if c.name in names]
         streaming_row = "stream" in names
         many_row = "many" in names
+        kafka_row = "kafka" in names
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers use this interpreter
-    spark = session("streamql-benchmarks")
+    spark = session("streamql-benchmarks", kafka_stream.jars() if kafka_row else ())
     check_workers(spark)  # the binder's one job per session, here rather than in the first timed run
     try:
         if args.check:
@@ -1127,6 +1144,10 @@ def main() -> int:
         if streaming_row:
             print()
             for line in streaming.run(spark, meters, args.stream_files, args.stream_batch):
+                print(line)
+        if kafka_row:
+            print()
+            for line in kafka_stream.run(spark, args.kafka_events, args.kafka_per_trigger, args.bootstrap):
                 print(line)
         return 0
     finally:

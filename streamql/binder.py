@@ -240,7 +240,8 @@ class Binder:
         (static ones are read whole in the first micro-batch) and returns the running query.
 
         Each micro-batch writes what it releases as ``output`` to ``<sink>/micro_batch=<id>`` in
-        ``format``; ``checkpoint`` holds Spark's progress and the carried state, so a query started
+        ``format`` — or, with ``format="delta"``, appends it to the Delta table ``sink`` in one
+        idempotent commit per micro-batch that released (docs/kafka-and-delta.md); ``checkpoint`` holds Spark's progress and the carried state, so a query started
         again with the same checkpoint continues where it stopped. ``trigger``: a processing-time
         interval such as ``"10 seconds"`` (default: as fast as data comes). ``feed=False`` skips
         writing the EDGE output that ``RunningQuery.as_stream`` reads. Inputs that ``as_stream``

@@ -29,7 +29,7 @@ def kill_before_commit(at: int) -> None:
 
 
 def main(source: str, sink: str, checkpoint: str, kill_at: str) -> None:
-    from delta_lake.conftest import DELTA_SETTINGS, delta_jars
+    from support.delta_lake import DELTA_SETTINGS, delta_jars
     from delta_lake.test_delta import start
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

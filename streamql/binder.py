@@ -326,7 +326,9 @@ class Binder:
     def write(self, q: Stream[T], path: str, format: str = "parquet", mode: str = "errorifexists",
               late_path: str | None = None) -> Result[T]:
         """Writes the released events (as ``to_dataframe``) to ``path`` and returns the counts and
-        the final CTI; ``Result.events`` is empty because the events went to ``path``.
+        the final CTI; ``Result.events`` is empty because the events went to ``path``. ``format``:
+        ``parquet``, ``json``, ``csv``, ``orc`` or ``delta`` (a Delta table, one commit; the session
+        needs Delta Lake's jars: docs/kafka-and-delta.md).
 
         ``late_path``: also write the rows of ``late(q)`` there, in ``format`` with ``mode`` (CSV
         has no structs: its payload fields become columns ``payload_<field>``)."""

@@ -266,7 +266,8 @@ class Binder:
         (static ones are read whole in the first micro-batch) and returns the running query.
 
         Each micro-batch writes what it releases as ``output`` to ``<sink>/micro_batch=<id>`` in
-        ``format``; ``checkpoint`` holds Spark's progress and the carried state, so a query started
+        ``format`` — or, with ``format="delta"``, appends it to the Delta table ``sink`` in one
+        idempotent commit per micro-batch that released (docs/kafka-and-delta.md); ``checkpoint`` holds Spark's progress and the carried state, so a query started
         again with the same checkpoint continues where it stopped. ``trigger``: a processing-time
         interval such as ``"10 seconds"`` (default: as fast as data comes). ``feed=False`` skips
         writing the EDGE output that ``RunningQuery.as_stream`` reads. Inputs that ``as_stream``
@@ -357,7 +358,9 @@ class Binder:
     def write(self, q: Stream[T], path: str, format: str = "parquet", mode: str = "errorifexists",
               late_path: str | None = None) -> Result[T]:
         """Writes the released events (as ``to_dataframe``) to ``path`` and returns the counts and
-        the final CTI; ``Result.events`` is empty because the events went to ``path``.
+        the final CTI; ``Result.events`` is empty because the events went to ``path``. ``format``:
+        ``parquet``, ``json``, ``csv``, ``orc`` or ``delta`` (a Delta table, one commit; the session
+        needs Delta Lake's jars: docs/kafka-and-delta.md).
 
         ``late_path``: also write the rows of ``late(q)`` there, in ``format`` with ``mode`` (CSV
         has no structs: its payload fields become columns ``payload_<field>``)."""

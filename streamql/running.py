@@ -50,6 +50,7 @@ from streamql.spark.ingress.binding import UNDECLARED, Binding
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
 from streamql.spark.runtime.connect import AnySession, is_connect
+from streamql.spark.runtime.delta import DELTA, app_id, append_once
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.jobs import counting_jobs
 from streamql.spark.base.schema import spark_type
@@ -182,6 +183,8 @@ class _Query:
         self.late_sink = None if late_sink is None else late_sink.rstrip("/")
         self.store = StateStore(spark, root)
         self.files = self.store.files
+        #: a Delta sink's application id (``txnAppId``), kept in the checkpoint
+        self.delta_app = app_id(self.files, self.store.root) if format == DELTA else None
 
     def reading(self, views: Mapping[str, str], session: AnySession) -> _Query:
         """This query with each of its static inputs in ``views`` (input name: global temporary
@@ -276,11 +279,18 @@ class _Query:
             payload = self.plan.payload
             observed = outcome.observed()
             released = observed.frames[self.output]
-            # staged in the sink's hidden ``_staging`` directory, which batch readers skip; written
-            # even when empty (the write computes the step), published only when it is not
-            self.files.publish(sink_columns(released, self.output, payload), f"{self.sink}/{MICRO_BATCH}={batch}",
-                               self.format, f"{self.sink}/_staging", self.options,
-                               keep=lambda: observed.rows(self.output) > 0)
+            if self.delta_app is not None:
+                # one idempotent Delta commit (txnAppId, txnVersion = the micro-batch) if it released
+                # anything; staged in the checkpoint, the write that computes the step
+                appended = sink_columns(released, self.output, payload).withColumn(MICRO_BATCH, F.lit(batch))
+                append_once(appended, self.sink, f"{self.store.root}/_staging", self.delta_app, batch, self.files,
+                            keep=lambda: observed.rows(self.output) > 0)
+            else:
+                # staged in the sink's hidden ``_staging`` directory, which batch readers skip; written
+                # even when empty (the write computes the step), published only when it is not
+                self.files.publish(sink_columns(released, self.output, payload),
+                                   f"{self.sink}/{MICRO_BATCH}={batch}", self.format, f"{self.sink}/_staging",
+                                   self.options, keep=lambda: observed.rows(self.output) > 0)
             if self.feed is not None:
                 edges = observed.frames[Shape.EDGE]
                 cti = outcome.out_cti
@@ -318,6 +328,10 @@ class _Query:
             metrics = observed_metrics(counted)
             return metrics is not None and int(metrics["rows"]) > 0
 
+        if self.delta_app is not None:  # a Delta table too, one idempotent commit per micro-batch with records
+            append_once(rows.withColumn(MICRO_BATCH, F.lit(batch)), self.late_sink, f"{self.store.root}/_staging",
+                        self.delta_app, batch, self.files, keep=any_rows)
+            return
         self.files.publish(rows, f"{self.late_sink}/{MICRO_BATCH}={batch}", self.format, f"{self.late_sink}/_staging",
                            options, keep=any_rows)
 

@@ -224,7 +224,7 @@ def test_run_arguments_are_checked(spark: SparkSession) -> None:
         binder.run(READINGS, output="POINT")  # type: ignore[arg-type]
     with pytest.raises(sq.BindingError, match=r"expected a query \(sq.Stream\)"):
         binder.run("readings")  # type: ignore[arg-type]
-    with pytest.raises(sq.BindingError, match="write format must be parquet, json, csv or orc, got 'xlsx'"):
+    with pytest.raises(sq.BindingError, match="write format must be parquet, json, csv, orc or delta, got 'xlsx'"):
         binder.write(READINGS, "/nonexistent", format="xlsx")
 
 

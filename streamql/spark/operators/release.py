@@ -42,8 +42,8 @@ def user_columns(released: DataFrame, payload: list[str]) -> DataFrame:
 def writer_options(format: str, schema: PayloadSchema, what: str) -> dict[str, str]:
     """The options for writing released events of ``schema`` as ``format``, after checking that
     the format can hold them (``what``: "write" or "sink", for the error)."""
-    if format not in ("parquet", "json", "csv", "orc"):
-        raise BindingError(f"{what} format must be parquet, json, csv or orc, got {format!r}")
+    if format not in ("parquet", "json", "csv", "orc", "delta"):
+        raise BindingError(f"{what} format must be parquet, json, csv, orc or delta, got {format!r}")
     if format == "csv" and any(f.type.schema is not None for f in schema.fields):
         raise BindingError("CSV cannot hold nested payloads: select flat fields first or write parquet/json")
     options = {}

@@ -50,6 +50,9 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("arrival_sketch", T.ArrayType(T.LongType())),
     T.StructField("start_count", T.LongType()), T.StructField("start_sketch", T.ArrayType(T.LongType())),
     T.StructField("arrival_least", T.LongType()), T.StructField("arrival_greatest", T.LongType()),
+    T.StructField("decided", T.BooleanType()), T.StructField("dropped", T.LongType()),
+    T.StructField("adjusted", T.LongType()), T.StructField("moved_end", T.LongType()),
+    T.StructField("moved_floor", T.LongType()), T.StructField("floor", T.LongType()),
 ])
 
 #: the summary row's fields that ``scan.Summary`` holds (the row also carries the arrival facts)
@@ -76,6 +79,8 @@ _SUMMARY_ARROW = pa.schema([
     ("arrival_count", pa.int64()), ("arrival_sketch", pa.list_(pa.int64())),
     ("start_count", pa.int64()), ("start_sketch", pa.list_(pa.int64())),
     ("arrival_least", pa.int64()), ("arrival_greatest", pa.int64()),
+    ("decided", pa.bool_()), ("dropped", pa.int64()), ("adjusted", pa.int64()), ("moved_end", pa.int64()),
+    ("moved_floor", pa.int64()), ("floor", pa.int64()),
 ])
 
 #: the column of ``first_passes``' rows (and summaries) that tells the inputs apart
@@ -221,17 +226,30 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
                     yield from _table_batches(unit, table)
                     continue
             sim = scan.simulate(good.kinds, good.starts, good.ends, good.seqs, states[unit], settings)
-            records: list[dict[str, Any]] = [{
+            yield pa.RecordBatch.from_pylist([{
                 "record": 0, "seq": unit, "cti": sim.state.cti, "count": sim.state.count,
                 "max_start": sim.state.max_start, "baseline": sim.state.baseline,
                 "dropped": sim.dropped, "adjusted": sim.adjusted,
-            }]
-            records += [{"record": 1, "seq": seq, "action": action, "time": time}
-                        for seq, action, time in sim.decisions]
-            records += [{"record": 2, "seq": int(good.seqs[index]), "time": cti} for index, cti in sim.cti_changes]
-            for first in range(0, len(records), 65536):
-                yield pa.RecordBatch.from_pylist(records[first:first + 65536], schema=_SIMULATION_ARROW)
+            }], schema=_SIMULATION_ARROW)
+            decided = np.array(sim.decisions, np.int64).reshape(-1, 3)
+            changes = np.array(sim.cti_changes, np.int64).reshape(-1, 2)
+            yield from _record_batches(1, decided[:, 0], decided[:, 1], decided[:, 2])
+            yield from _record_batches(2, good.seqs[changes[:, 0]], None, changes[:, 1])
     return run
+
+
+def _record_batches(record: int, seq: np.ndarray, action: np.ndarray | None, time: np.ndarray
+                    ) -> Iterator[pa.RecordBatch]:
+    """Simulation records of one kind from columns (the other columns null)."""
+    for first in range(0, len(seq), 65536):
+        part = slice(first, first + 65536)
+        size = len(seq[part])
+        columns = {"record": pa.array(np.full(size, record, np.int32)), "seq": pa.array(seq[part]),
+                   "action": pa.array(action[part].astype(np.int32)) if action is not None else None,
+                   "time": pa.array(time[part])}
+        yield pa.RecordBatch.from_arrays(
+            [columns.get(name) if columns.get(name) is not None else pa.array([None] * size, kind)
+             for name, kind in zip(_SIMULATION_ARROW.names, _SIMULATION_ARROW.types)], schema=_SIMULATION_ARROW)
 
 
 def _table_batches(unit: int, table: scan.ResidueTable) -> Iterator[pa.RecordBatch]:
@@ -382,7 +400,7 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
     s = _summarize(b, imported.cti_rows if imported is not None else None, first)
     _check_bad_rows(s)
     walk, simulations, persisted = _walk_simulating(s, wanted.initial)
-    decisions = _decisions(walk, simulations)
+    decisions = _decisions(s, walk, simulations)
     ctis = _ctis(s, walk, imported, wanted)
     arrival = s.arrival(wanted.first_position)
     events = _with_decisions(s.prepared, decisions)
@@ -623,6 +641,10 @@ class _Walk:
     states: dict[int, scan.ScanState]  # the state entering each unit
     simulated: list[tuple[int, scan.ScanState]]  # the simulations the exact walk used
     pending: dict[int, scan.ScanState]  # units to simulate next, from these states (the first: exact)
+    #: the units with late events that their summaries decided (``arrival_scan.decide_late``), with
+    #: their exact entering states and how many events they drop and move: their decisions are
+    #: computed in the output's plan (``_decided_records``)
+    decided: dict[int, tuple[scan.ScanState, int, int]] = attrs.Factory(dict)
 
 
 def _walk_simulating(s: Summarized, initial: scan.ScanState) -> tuple[_Walk, _Simulations, list[DataFrame]]:
@@ -700,6 +722,8 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulati
             walk.states[unit] = state
         summary = scan.Summary(**{k: s[k] for k in _SUMMARY_FIELDS}, tail_max=tuple(s["tail_max"] or ()))
         after = scan.clean_transfer(summary, state, settings)
+        if after is not None and exact and (summary.dropped or summary.adjusted):
+            walk.decided[unit] = (state, summary.dropped, summary.adjusted)
         if after is None:
             done = simulations.get((unit, state))
             if done is None and unit in tables:
@@ -740,12 +764,26 @@ class _Decisions:
     records: list[DataFrame]
 
 
-def _decisions(walk: _Walk, simulations: _Simulations) -> _Decisions:
-    """The decisions of the simulations the exact walk used."""
+def _decisions(s: Summarized, walk: _Walk, simulations: _Simulations) -> _Decisions:
+    """The decisions of the simulations the exact walk used, and of the units their summaries
+    decided (``_decided_records``)."""
     used = [simulations[(unit, state)] for unit, state in walk.simulated]
-    return _Decisions(dropped=sum(outcome.dropped for outcome, _ in used),
-                      adjusted=sum(outcome.adjusted for outcome, _ in used),
-                      records=[decisions for _, decisions in used])
+    records = [decisions for _, decisions in used]
+    if walk.decided:
+        records.append(_decided_records(s, {unit: state for unit, (state, _, _) in walk.decided.items()}))
+    return _Decisions(dropped=sum(outcome.dropped for outcome, _ in used) + sum(d for _, d, _ in walk.decided.values()),
+                      adjusted=(sum(outcome.adjusted for outcome, _ in used)
+                                + sum(a for _, _, a in walk.decided.values())),
+                      records=records)
+
+
+def _decided_records(s: Summarized, states: Mapping[int, scan.ScanState]) -> DataFrame:
+    """The decisions (``seq``, ``action``, ``time``) of the units whose summaries decided their late
+    events, each simulated in array operations from its exact entering state (``arrival_scan.simulate``)
+    — lazily: the output's plan computes them where it joins them to the events (no job of their own)."""
+    units = F.shiftright(F.col("seq"), scan.PARTITION_BITS).isin(list(states))
+    return (s.compact(with_seq=True).filter(units).mapInArrow(_simulate_units(states, s.settings), _SIMULATION_SCHEMA)
+            .filter(F.col("record") == 1).select("seq", "action", "time"))
 
 
 # --- the CTIs ----------------------------------------------------------------------------------

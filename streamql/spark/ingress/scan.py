@@ -38,6 +38,9 @@ MAX_TABLE_ROWS = 1 << 18
 
 # --- the scan ----------------------------------------------------------------------------------
 
+#: the fields of a summary row that hold unit 0's outcome from the input's first state (``_first_unit``)
+_FIRST = ("first_cti", "first_count", "first_max_start", "first_baseline", "first_dropped", "first_adjusted")
+
 _SUMMARY_SCHEMA = T.StructType([
     T.StructField("unit", T.LongType()), T.StructField("rows", T.LongType()),
     T.StructField("eligible", T.LongType()), T.StructField("max_start", T.LongType()),
@@ -53,6 +56,7 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("decided", T.BooleanType()), T.StructField("dropped", T.LongType()),
     T.StructField("adjusted", T.LongType()), T.StructField("moved_end", T.LongType()),
     T.StructField("moved_floor", T.LongType()), T.StructField("floor", T.LongType()),
+    *[T.StructField(name, T.LongType()) for name in _FIRST],
 ])
 
 #: the summary row's fields that ``scan.Summary`` holds (the row also carries the arrival facts)
@@ -80,7 +84,7 @@ _SUMMARY_ARROW = pa.schema([
     ("start_count", pa.int64()), ("start_sketch", pa.list_(pa.int64())),
     ("arrival_least", pa.int64()), ("arrival_greatest", pa.int64()),
     ("decided", pa.bool_()), ("dropped", pa.int64()), ("adjusted", pa.int64()), ("moved_end", pa.int64()),
-    ("moved_floor", pa.int64()), ("floor", pa.int64()),
+    ("moved_floor", pa.int64()), ("floor", pa.int64()), *[(name, pa.int64()) for name in _FIRST],
 ])
 
 #: the column of ``first_passes``' rows (and summaries) that tells the inputs apart
@@ -119,13 +123,15 @@ def _units_of(table: pa.Table) -> Iterator[tuple[int, scan.Rows]]:
         yield int(units[lo]), rows.slice(int(lo), int(hi))
 
 
-def _summarize_units(settings: scan.ScanSettings) -> Any:
-    """The ``mapInArrow`` function of the summary pass: one summary row per scan unit."""
+def _summarize_units(settings: scan.ScanSettings, initial: scan.ScanState | None = None) -> Any:
+    """The ``mapInArrow`` function of the summary pass: one summary row per scan unit (``initial``:
+    the input's first state, from which unit 0 is simulated if it holds late events:
+    ``_summaries_of``)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = _table(batches)
         if table is None:
             return
-        summaries = _summaries_of(table, settings)
+        summaries = _summaries_of(table, settings, initial)
         if summaries:
             yield _summary_batch(summaries, _SUMMARY_ARROW)
     return run
@@ -153,12 +159,29 @@ def _summarize_inputs(inputs: Mapping[int, tuple[scan.ScanSettings, bool]]) -> A
     return run
 
 
-def _summaries_of(table: pa.Table, settings: scan.ScanSettings) -> list[dict[str, Any]]:
+def _summaries_of(table: pa.Table, settings: scan.ScanSettings,
+                  initial: scan.ScanState | None = None) -> list[dict[str, Any]]:
     """The summaries of the scan units of one Spark partition's rows of one input."""
     # the arrival values come along only in partition order, where the partition is one unit
     arrivals = table.column("arrival") if "arrival" in table.schema.names else None
-    return [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals), **_start_facts(rows)}
+    return [{**attrs.asdict(summary := scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals),
+             **_start_facts(rows), **_first_unit(rows, summary, settings, initial)}
             for unit, rows in _units_of(table)]
+
+
+def _first_unit(rows: scan.Rows, summary: scan.Summary, settings: scan.ScanSettings,
+                initial: scan.ScanState | None) -> dict[str, Any]:
+    """Unit 0 — the first of the input where it has rows — that its own CTIs find late is simulated
+    from the input's first state here (``initial``), in array operations: its late events before
+    the first CTI are not late, so its summary's decisions (``decide_late``) need a state it does not
+    enter with, and the walk would simulate it in a round (a job) of its own. The walk takes this
+    outcome where the unit's entering state is ``initial`` (docs/design-fewer-jobs.md, step 7)."""
+    if initial is None or summary.unit != 0 or summary.locally_certain or settings.every is not None:
+        return dict.fromkeys(_FIRST)
+    good = rows.good()
+    sim = scan.simulate(good.kinds, good.starts, good.ends, good.seqs, initial, settings)
+    return dict(zip(_FIRST, (sim.state.cti, sim.state.count, sim.state.max_start, sim.state.baseline,
+                             sim.dropped, sim.adjusted)))
 
 
 def _summary_batch(summaries: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
@@ -397,7 +420,7 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
 
     ``run_ingress(b, wanted=Wanted(flush=True)).final_cti == INFINITY_MICROS``
     """
-    s = _summarize(b, imported.cti_rows if imported is not None else None, first)
+    s = _summarize(b, imported.cti_rows if imported is not None else None, first, wanted.initial)
     _check_bad_rows(s)
     walk, simulations, persisted = _walk_simulating(s, wanted.initial)
     decisions = _decisions(s, walk, simulations)
@@ -467,7 +490,8 @@ class Summarized:
         return late.arrival_of(self.prepared, self.b.arrival is not None, self.unit_rows, first_position)
 
 
-def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None = None) -> Summarized:
+def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None = None,
+               initial: scan.ScanState | None = None) -> Summarized:
     """The input's rows in arrival order, summarised. Most inputs arrive in the order they are
     stored: with an arrival column, the summary's pass in partition order also checks that, and
     where it holds the arrival numbering (a shuffle and a sort) is not needed. ``first``: that
@@ -478,26 +502,27 @@ def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None 
         return first
     if b.arrival is not None and cti_rows is None:
         stored = first if first is not None else _summarized(b, prepare(b, partition_order=True), settings,
-                                                             imports_ctis=False, with_arrival=True)
+                                                             imports_ctis=False, with_arrival=True, initial=initial)
         if _in_partition_order(stored.summaries):
             return stored
         # the numbering's ranges from the pass just made, not from a quantile job of their own
         sketches = [(u["arrival_count"], u["arrival_sketch"]) for u in stored.summaries]
     with phase("arrival order"):
         prepared = prepare(b, cti_rows, arrival_sketches=sketches)
-    ordered = _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False)
+    ordered = _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False,
+                          initial=initial)
     # the arrival values' range is the first pass's (the second one reads no arrival values)
     return ordered if sketches is None else attrs.evolve(ordered, arrival_range=stored.arrival_range)
 
 
 def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, imports_ctis: bool,
-                with_arrival: bool) -> Summarized:
+                with_arrival: bool, initial: scan.ScanState | None = None) -> Summarized:
     """``prepared`` with its summaries: one row per scan unit comes to the driver, which combines
     them (docs/architecture.md#a-batch-run)."""
     compact = _compact(prepared, b, imports_ctis, with_seq=False, with_arrival=with_arrival)
     with phase("scan summary"):
         summaries = sorted((row.asDict() for row in
-                            compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
+                            compact.mapInArrow(_summarize_units(settings, initial), _SUMMARY_SCHEMA).collect()),
                            key=lambda r: r["unit"])
     return Summarized(b, prepared, summaries, settings, imports_ctis,
                        _arrival_range(summaries) if with_arrival else None)
@@ -724,6 +749,11 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulati
         after = scan.clean_transfer(summary, state, settings)
         if after is not None and exact and (summary.dropped or summary.adjusted):
             walk.decided[unit] = (state, summary.dropped, summary.adjusted)
+        if after is None and s.get("first_cti") is not None and state == initial:
+            # unit 0 simulated from the input's first state by the summary pass (``_first_unit``)
+            after = scan.ScanState(s["first_cti"], s["first_count"], s["first_max_start"], s["first_baseline"])
+            if exact and (s["first_dropped"] or s["first_adjusted"]):
+                walk.decided[unit] = (state, s["first_dropped"], s["first_adjusted"])
         if after is None:
             done = simulations.get((unit, state))
             if done is None and unit in tables:

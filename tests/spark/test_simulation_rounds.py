@@ -116,7 +116,7 @@ def alter_settings(policy: sq.AdvanceTimePolicy) -> sq.AdvanceTimeSettings:
 
 @pytest.mark.parametrize("policy", [sq.AdvanceTimePolicy.DROP,
                                     pytest.param(sq.AdvanceTimePolicy.ADJUST, marks=pytest.mark.slow)])
-def test_late_events_in_every_unit_take_one_simulation_round(spark: SparkSession,
+def test_late_events_in_every_unit_take_at_most_one_simulation_round(spark: SparkSession,
                                                              policy: sq.AdvanceTimePolicy) -> None:
     items = alter_late(800, 53)  # 4 partitions of 200 events, 3 or 4 late events in each
     at = alter_settings(policy)
@@ -127,5 +127,7 @@ def test_late_events_in_every_unit_take_one_simulation_round(spark: SparkSession
     with recording(spark) as phases:
         actual = binder.run(ALTER, late=True)
     assert actual == expected
-    # every unit holds late events: one simulation job (three before residue tables)
-    assert phases.by_name["scan simulation"].times == 1
+    # every unit holds late events: at most one simulation job (three before residue tables; none
+    # where the summaries decide every unit, docs/design-fewer-jobs.md step 7)
+    simulation = phases.by_name.get("scan simulation")
+    assert simulation is None or simulation.times == 1

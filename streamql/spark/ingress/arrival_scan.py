@@ -73,6 +73,19 @@ class Summary:
     tail_max: tuple[int, ...]  # running max of starts at the last every_events eligible positions
     bad_rows: int
     first_bad: int  # seq of the first bad row, or -1
+    #: the unit's late events are decided whatever its entering state (``decide_late``): then
+    #: ``eligible``, ``max_start``, ``tail_max`` and ``min_checked`` are those of its accepted
+    #: events, and ``clean_transfer`` decides the unit where the entering state allows it
+    decided: bool = False
+    dropped: int = 0
+    adjusted: int = 0
+    #: the least end of an event whose start ADJUST moves (it must end after the entering CTI)
+    moved_end: int = INFINITY_MICROS
+    #: the least greatest start (the unit's own) before such an event (the entering CTI must not be
+    #: above it and the entering greatest start: a moved start then never raises the greatest start)
+    moved_floor: int = INFINITY_MICROS
+    #: the least entering CTI under which the unit's decisions hold (``NONE``: any)
+    floor: int = NONE
 
 
 def checked_times(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -173,8 +186,13 @@ def summarize(rows: Rows, settings: ScanSettings, unit: int) -> Summary:
     if settings.every_events is not None and eligible.any():
         running = np.maximum.accumulate(starts[eligible])
         tail = tuple(int(v) for v in running[-settings.every_events:])
+    decided = None if locally_certain else decide_late(kinds, starts, good.ends, checked, settings)
+    if decided is not None:
+        return attrs.evolve(decided, unit=unit, max_cti_row=int(cti_rows.max()), bad_rows=bad_count,
+                            first_bad=first_bad)
     return Summary(
         unit=unit,
+        decided=locally_certain,
         rows=int(len(kinds)),
         eligible=int(eligible.sum()),
         max_start=int(elig_starts.max()) if len(kinds) else NONE,
@@ -195,6 +213,86 @@ def _exclusive_running_max(values: np.ndarray) -> np.ndarray:
     return np.concatenate([[NONE], running[:-1]]).astype(np.int64)
 
 
+#: a unit's guessed decisions are refined at most this many times by ``decide_late``
+DECIDE_GUESSES = 6
+#: ``decide_late``'s mark of a row whose fate depends on the entering state
+UNDECIDED = -1
+
+
+def decide_late(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, checked: np.ndarray,
+                settings: ScanSettings) -> Summary | None:
+    """The decisions of a unit's rows that hold for every entering state, where there are such
+    (docs/design-fewer-jobs.md, step 7): a row whose checked time is below the least CTI any
+    entering state gives it (``low``: the unit's CTI rows and the CTI generated at the earliest
+    ``every_events``-th accepted event any entering count can have) is late whatever the state; a
+    row at or above the greatest (``high``: at the latest such event, or the entering state's part,
+    which ``clean_transfer`` checks) is not. Both bounds depend on the decisions before the row, so
+    they are computed from guessed decisions (first: none late) until the decisions they give are
+    the guess (then they are the rule's: a row's bounds depend only on the rows before it). None
+    where a row falls between the bounds (its fate depends on the entering count), where the
+    guesses do not settle, with ``every=`` (a chain of baselines), or where a start ADJUST moves
+    could raise the greatest start. Else the unit's summary with its accepted events' facts."""
+    if settings.every is not None:
+        return None
+    n = len(kinds)
+    eligible = (kinds == INSERT) | (kinds == START_EDGE)
+    cti_before = _exclusive_running_max(np.where(kinds == CTI, starts, NONE))
+    end = np.where(kinds == START_EDGE, INFINITY_MICROS, ends)
+    every = settings.every_events
+    action = np.zeros(n, np.int64)
+    floor = NONE
+    for _ in range(DECIDE_GUESSES):
+        accepted = eligible & (action != DROP)
+        running = np.maximum.accumulate(np.where(eligible & (action <= 0), starts, NONE)) if n else starts
+        low = high = np.maximum(cti_before, floor)
+        greatest_before = np.full(n, NONE, np.int64)
+        if every is not None:
+            counted = np.cumsum(accepted) - accepted  # accepted events before each row
+            # the greatest start after the k-th accepted event at [k] (none at [0]), and less the delay
+            at = np.concatenate([[NONE], running[np.flatnonzero(accepted)]])
+            if len(at) > 1:
+                generated = _shift_all(at, -settings.delay)
+                greatest_before = at[counted]
+                high = np.maximum(high, generated[counted])
+                low = np.maximum(low, generated[np.maximum(counted - every + 1, 0)])
+        late = checked < low
+        between = (checked < high) & ~late
+        new = np.where(late, DROP, 0)
+        raised = int(checked[between].max()) + 1 if between.any() else NONE
+        if settings.adjust:
+            moved = late & (kinds != END_EDGE) & (end > high)
+            unsure = late & (kinds != END_EDGE) & (end > low) & ~moved
+            if unsure.any():
+                raised = max(raised, int(end[unsure].max()))
+            between |= unsure
+            new = np.where(late & (kinds == END_EDGE), ADJUST_END, np.where(moved, ADJUST_START, new))
+        new = np.where(between, UNDECIDED, new)  # taken as accepted by the next guess
+        if np.array_equal(new, action) and raised == NONE:
+            break
+        # rows whose fate depends on the entering state: decided as late under an entering CTI
+        # above them (which ``clean_transfer`` then requires)
+        action, floor = new, max(floor, raised)
+    else:
+        return None
+    moved = action == ADJUST_START
+    if moved.any() and (settings.delay < 0 or bool(np.any(high[moved] > greatest_before[moved]))):
+        return None
+    accepted = eligible & (action != DROP)
+    kept = action == 0
+    tail: tuple[int, ...] = ()
+    if every is not None and accepted.any():
+        tail = tuple(int(v) for v in running[np.flatnonzero(accepted)][-every:])
+    return Summary(
+        unit=0, rows=n, eligible=int(accepted.sum()),
+        max_start=int(running[-1]) if n else NONE, max_cti_row=NONE,
+        min_checked=int(checked[kept].min()) if kept.any() else INFINITY_MICROS,
+        locally_certain=False, tail_max=tail, bad_rows=0, first_bad=-1, decided=True,
+        dropped=int(np.count_nonzero(action == DROP)), adjusted=int(np.count_nonzero(action >= ADJUST_START)),
+        moved_end=int(end[moved].min()) if moved.any() else INFINITY_MICROS,
+        moved_floor=int(greatest_before[moved].min()) if moved.any() else INFINITY_MICROS, floor=floor,
+    )
+
+
 # --- step 2: the exact state after a partition --------------------------------------------------
 
 
@@ -205,12 +303,18 @@ def clean_transfer(summary: Summary, state: ScanState, settings: ScanSettings) -
     so far - delay); ``summarize`` checked every event against the partition's own part of that
     bound, so only the incoming part is left to check here.
     """
-    if not summary.locally_certain or settings.every is not None:
+    if not (summary.locally_certain or summary.decided) or settings.every is not None:
         return None
     incoming = state.cti
     if settings.generates and state.max_start != NONE:
         incoming = max(incoming, state.max_start - settings.delay)
     if summary.min_checked < incoming:
+        return None
+    # a late event whose start ADJUST moves: still moved (it ends after the CTI), and its new start
+    # (at most the entering CTI or the unit's own bound) raises no greatest start
+    if summary.moved_end <= incoming or state.cti > max(state.max_start, summary.moved_floor):
+        return None
+    if state.cti < summary.floor:
         return None
     cti = max(state.cti, summary.max_cti_row)
     count = state.count + summary.eligible
@@ -386,17 +490,140 @@ def _stepped(scanner: _Stepping, n: int, dense_runs: bool) -> Iterator[int]:
         i, window = stop + 1, max(4096, 2 * (stop - i))
 
 
-def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
-             state: ScanState, settings: ScanSettings) -> Simulation:
+def simulate_stepped(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
+                     state: ScanState, settings: ScanSettings) -> Simulation:
     """Runs rows in arrival order through the CTI rule and returns the decisions that differ from
     "accept unchanged". Runs of rows that cannot change anything are taken in bulk (numpy);
-    where interesting rows are dense, rows are taken one by one."""
+    where interesting rows are dense, rows are taken one by one (``simulate`` takes whole windows
+    of rows in array operations; this is its fallback for ``every=`` and its oracle in the tests)."""
     scanner = _Scanner(kinds, starts, ends, seqs, checked_times(kinds, starts, ends), settings,
                        state.cti, state.count, state.max_start, state.baseline)
     for _ in _stepped(scanner, len(kinds), dense_runs=True):
         pass
     return Simulation(ScanState(scanner.cti, scanner.count, scanner.max_start, scanner.baseline),
                       scanner.decisions, scanner.changes, scanner.dropped, scanner.adjusted)
+
+
+# --- the rule over whole windows of rows: array operations (docs/design-fewer-jobs.md, step 7) ----
+
+#: a window's guess of the CTIs is refined at most this many times before the rows it proved exact
+#: are taken and the next few rows stepped one by one
+GUESSES = 4
+#: the first window of ``simulate``; it doubles while guesses converge, up to ``MAX_WINDOW``
+FIRST_WINDOW, MAX_WINDOW = 1 << 16, 1 << 20
+#: rows stepped one by one (``_Scanner``) after a window whose guesses did not converge
+STEPPED_ROWS = 64
+
+
+def _late_actions(kinds: np.ndarray, ends: np.ndarray, cti: np.ndarray, late: np.ndarray,
+                  adjust: bool) -> np.ndarray:
+    """``late_action`` of every row (0 where ``late`` is False)."""
+    if not adjust:
+        return np.where(late, DROP, 0)
+    end = np.where(kinds == START_EDGE, INFINITY_MICROS, ends)
+    action = np.where(end > cti, ADJUST_START, DROP)
+    return np.where(late, np.where(kinds == END_EDGE, ADJUST_END, action), 0)
+
+
+def _window(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, checked: np.ndarray, before: np.ndarray,
+            state: ScanState, settings: ScanSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rule over rows whose CTI before each is ``before`` (a guess): each row's action, the
+    CTI after each row, which rows are accepted events (counted for generation) and the greatest
+    accepted start after each row. Row ``i``'s outputs depend on ``before`` only through the
+    decisions of rows up to ``i`` (``every_events`` or no generation; not ``every=``)."""
+    late = checked < before  # never a CTI row: its checked time is INFINITY
+    action = _late_actions(kinds, ends, before, late, settings.adjust)
+    accepted = (kinds == INSERT) | (kinds == START_EDGE)
+    if late.any():
+        accepted &= action != DROP
+        start = np.where(action == ADJUST_START, before, starts)
+    else:
+        start = starts
+    greatest = np.maximum.accumulate(np.where(accepted, start, NONE))
+    if state.max_start != NONE:
+        greatest = np.maximum(greatest, state.max_start)
+    contribution = np.where(kinds == CTI, starts, NONE)
+    every = settings.every_events
+    if every is not None:
+        # the k-th accepted event here is the (count + k)-th: it generates where that divides by every
+        generating = np.flatnonzero(accepted)[every - 1 - state.count % every::every]
+        if len(generating):
+            contribution[generating] = np.maximum(contribution[generating],
+                                                  _shift_all(greatest[generating], -settings.delay))
+    after = np.maximum.accumulate(contribution)
+    if state.cti != NONE:
+        after = np.maximum(after, state.cti)
+    return action, after, accepted, greatest
+
+
+def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.ndarray,
+             state: ScanState, settings: ScanSettings) -> Simulation:
+    """``simulate_stepped``'s outcome (the rule row by row) computed over whole windows of rows in
+    array operations: the CTI before each row is guessed (first as if no row were late), the
+    window's decisions and CTIs are computed from the guess (``_window``) and become the next
+    guess. A guess that reproduces itself is exact (row ``i``'s CTI depends only on the decisions
+    before it), and each round makes at least one more row exact: late events far behind the CTI,
+    however many, settle in two or three rounds. Where a window does not settle in ``GUESSES``
+    rounds, its rows proved exact are taken and the next ``STEPPED_ROWS`` stepped one by one.
+    ``every=`` (a chain of baselines) is stepped row by row."""
+    if settings.every is not None:
+        return simulate_stepped(kinds, starts, ends, seqs, state, settings)
+    checked = checked_times(kinds, starts, ends)
+    n = len(kinds)
+    decided: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    changed: list[tuple[np.ndarray, np.ndarray]] = []
+    lo, window = 0, FIRST_WINDOW
+    while lo < n:
+        hi = min(n, lo + window)
+        k, s, e, c = kinds[lo:hi], starts[lo:hi], ends[lo:hi], checked[lo:hi]
+        guess = np.full(hi - lo, NONE, np.int64)
+        exact = 0
+        for _ in range(GUESSES):
+            action, after, accepted, greatest = _window(k, s, e, c, guess, state, settings)
+            before = np.concatenate([[state.cti], after[:-1]])
+            differ = np.flatnonzero(before != guess)
+            if not len(differ):
+                exact = hi - lo
+                break
+            exact = int(differ[0]) + 1  # rows before the first difference were exact, so is its own CTI
+            guess = before
+        if exact < hi - lo:
+            # the rows up to the first difference, again from their exact CTIs
+            guess = guess[:exact]
+            action, after, accepted, greatest = _window(k[:exact], s[:exact], e[:exact], c[:exact], guess, state,
+                                                        settings)
+        late = np.flatnonzero(action[:exact] != 0)
+        decided.append((seqs[lo:lo + exact][late], action[late], guess[late]))
+        prior = np.concatenate([[state.cti], after[:exact - 1]]) if exact else after[:0]
+        moved = np.flatnonzero(after[:exact] > prior)
+        changed.append((moved + lo, after[moved]))
+        if exact:
+            count = state.count + (int(np.count_nonzero(accepted[:exact])) if settings.generates else 0)
+            state = ScanState(int(after[exact - 1]), count, int(greatest[exact - 1]), state.baseline)
+        settled = exact == hi - lo
+        lo += exact
+        if settled:
+            window = min(window * 2, MAX_WINDOW)
+            continue
+        # a window that did not settle: the next rows one by one, then smaller windows
+        window = max(STEPPED_ROWS * 4, window // 4)
+        upto = min(n, lo + STEPPED_ROWS)
+        stepped = simulate_stepped(kinds[lo:upto], starts[lo:upto], ends[lo:upto], seqs[lo:upto], state, settings)
+        if stepped.decisions:
+            seq, act, time = (np.array(v, np.int64) for v in zip(*stepped.decisions))
+            decided.append((seq, act, time))
+        if stepped.cti_changes:
+            index, cti = (np.array(v, np.int64) for v in zip(*stepped.cti_changes))
+            changed.append((index + lo, cti))
+        state, lo = stepped.state, upto
+    seq = np.concatenate([d[0] for d in decided]) if decided else np.zeros(0, np.int64)
+    act = np.concatenate([d[1] for d in decided]) if decided else np.zeros(0, np.int64)
+    time = np.concatenate([d[2] for d in decided]) if decided else np.zeros(0, np.int64)
+    index = np.concatenate([c[0] for c in changed]) if changed else np.zeros(0, np.int64)
+    cti = np.concatenate([c[1] for c in changed]) if changed else np.zeros(0, np.int64)
+    return Simulation(state, list(zip(seq.tolist(), act.tolist(), time.tolist())),
+                      list(zip(index.tolist(), cti.tolist())),
+                      int(np.count_nonzero(act == DROP)), int(np.count_nonzero(act != DROP)))
 
 
 # --- one simulation for every entering count (docs/design-fewer-jobs.md, step 5) -----------------
@@ -447,10 +674,15 @@ class ResidueTable:
 
 def _shift_all(t: np.ndarray, d: int) -> np.ndarray:
     """``_shift`` of every value, ``NONE`` kept (no event yet: nothing generated)."""
+    if d == 0:
+        return t
     finite = (t != INFINITY_MICROS) & (t != NONE)
     moved = np.where(finite, t, 0) + d
-    shifted = np.where(moved > MAX_MICROS, INFINITY_MICROS, np.maximum(MIN_MICROS, moved))
-    return np.where(finite, shifted, t).astype(np.int64)
+    if d > 0:
+        moved = np.where(moved > MAX_MICROS, INFINITY_MICROS, moved)
+    else:
+        moved = np.maximum(MIN_MICROS, moved)
+    return np.where(finite, moved, t).astype(np.int64, copy=False)
 
 
 @attrs.define

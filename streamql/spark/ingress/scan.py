@@ -38,6 +38,9 @@ MAX_TABLE_ROWS = 1 << 18
 
 # --- the scan ----------------------------------------------------------------------------------
 
+#: the fields of a summary row that hold unit 0's outcome from the input's first state (``_first_unit``)
+_FIRST = ("first_cti", "first_count", "first_max_start", "first_baseline", "first_dropped", "first_adjusted")
+
 _SUMMARY_SCHEMA = T.StructType([
     T.StructField("unit", T.LongType()), T.StructField("rows", T.LongType()),
     T.StructField("eligible", T.LongType()), T.StructField("max_start", T.LongType()),
@@ -50,6 +53,10 @@ _SUMMARY_SCHEMA = T.StructType([
     T.StructField("arrival_sketch", T.ArrayType(T.LongType())),
     T.StructField("start_count", T.LongType()), T.StructField("start_sketch", T.ArrayType(T.LongType())),
     T.StructField("arrival_least", T.LongType()), T.StructField("arrival_greatest", T.LongType()),
+    T.StructField("decided", T.BooleanType()), T.StructField("dropped", T.LongType()),
+    T.StructField("adjusted", T.LongType()), T.StructField("moved_end", T.LongType()),
+    T.StructField("moved_floor", T.LongType()), T.StructField("floor", T.LongType()),
+    *[T.StructField(name, T.LongType()) for name in _FIRST],
 ])
 
 #: the summary row's fields that ``scan.Summary`` holds (the row also carries the arrival facts)
@@ -76,6 +83,8 @@ _SUMMARY_ARROW = pa.schema([
     ("arrival_count", pa.int64()), ("arrival_sketch", pa.list_(pa.int64())),
     ("start_count", pa.int64()), ("start_sketch", pa.list_(pa.int64())),
     ("arrival_least", pa.int64()), ("arrival_greatest", pa.int64()),
+    ("decided", pa.bool_()), ("dropped", pa.int64()), ("adjusted", pa.int64()), ("moved_end", pa.int64()),
+    ("moved_floor", pa.int64()), ("floor", pa.int64()), *[(name, pa.int64()) for name in _FIRST],
 ])
 
 #: the column of ``first_passes``' rows (and summaries) that tells the inputs apart
@@ -114,13 +123,15 @@ def _units_of(table: pa.Table) -> Iterator[tuple[int, scan.Rows]]:
         yield int(units[lo]), rows.slice(int(lo), int(hi))
 
 
-def _summarize_units(settings: scan.ScanSettings) -> Any:
-    """The ``mapInArrow`` function of the summary pass: one summary row per scan unit."""
+def _summarize_units(settings: scan.ScanSettings, initial: scan.ScanState | None = None) -> Any:
+    """The ``mapInArrow`` function of the summary pass: one summary row per scan unit (``initial``:
+    the input's first state, from which unit 0 is simulated if it holds late events:
+    ``_summaries_of``)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = _table(batches)
         if table is None:
             return
-        summaries = _summaries_of(table, settings)
+        summaries = _summaries_of(table, settings, initial)
         if summaries:
             yield _summary_batch(summaries, _SUMMARY_ARROW)
     return run
@@ -148,12 +159,29 @@ def _summarize_inputs(inputs: Mapping[int, tuple[scan.ScanSettings, bool]]) -> A
     return run
 
 
-def _summaries_of(table: pa.Table, settings: scan.ScanSettings) -> list[dict[str, Any]]:
+def _summaries_of(table: pa.Table, settings: scan.ScanSettings,
+                  initial: scan.ScanState | None = None) -> list[dict[str, Any]]:
     """The summaries of the scan units of one Spark partition's rows of one input."""
     # the arrival values come along only in partition order, where the partition is one unit
     arrivals = table.column("arrival") if "arrival" in table.schema.names else None
-    return [{**attrs.asdict(scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals), **_start_facts(rows)}
+    return [{**attrs.asdict(summary := scan.summarize(rows, settings, unit)), **_arrival_facts(arrivals),
+             **_start_facts(rows), **_first_unit(rows, summary, settings, initial)}
             for unit, rows in _units_of(table)]
+
+
+def _first_unit(rows: scan.Rows, summary: scan.Summary, settings: scan.ScanSettings,
+                initial: scan.ScanState | None) -> dict[str, Any]:
+    """Unit 0 — the first of the input where it has rows — that its own CTIs find late is simulated
+    from the input's first state here (``initial``), in array operations: its late events before
+    the first CTI are not late, so its summary's decisions (``decide_late``) need a state it does not
+    enter with, and the walk would simulate it in a round (a job) of its own. The walk takes this
+    outcome where the unit's entering state is ``initial`` (docs/design-fewer-jobs.md, step 7)."""
+    if initial is None or summary.unit != 0 or summary.locally_certain or settings.every is not None:
+        return dict.fromkeys(_FIRST)
+    good = rows.good()
+    sim = scan.simulate(good.kinds, good.starts, good.ends, good.seqs, initial, settings)
+    return dict(zip(_FIRST, (sim.state.cti, sim.state.count, sim.state.max_start, sim.state.baseline,
+                             sim.dropped, sim.adjusted)))
 
 
 def _summary_batch(summaries: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
@@ -221,17 +249,30 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
                     yield from _table_batches(unit, table)
                     continue
             sim = scan.simulate(good.kinds, good.starts, good.ends, good.seqs, states[unit], settings)
-            records: list[dict[str, Any]] = [{
+            yield pa.RecordBatch.from_pylist([{
                 "record": 0, "seq": unit, "cti": sim.state.cti, "count": sim.state.count,
                 "max_start": sim.state.max_start, "baseline": sim.state.baseline,
                 "dropped": sim.dropped, "adjusted": sim.adjusted,
-            }]
-            records += [{"record": 1, "seq": seq, "action": action, "time": time}
-                        for seq, action, time in sim.decisions]
-            records += [{"record": 2, "seq": int(good.seqs[index]), "time": cti} for index, cti in sim.cti_changes]
-            for first in range(0, len(records), 65536):
-                yield pa.RecordBatch.from_pylist(records[first:first + 65536], schema=_SIMULATION_ARROW)
+            }], schema=_SIMULATION_ARROW)
+            decided = np.array(sim.decisions, np.int64).reshape(-1, 3)
+            changes = np.array(sim.cti_changes, np.int64).reshape(-1, 2)
+            yield from _record_batches(1, decided[:, 0], decided[:, 1], decided[:, 2])
+            yield from _record_batches(2, good.seqs[changes[:, 0]], None, changes[:, 1])
     return run
+
+
+def _record_batches(record: int, seq: np.ndarray, action: np.ndarray | None, time: np.ndarray
+                    ) -> Iterator[pa.RecordBatch]:
+    """Simulation records of one kind from columns (the other columns null)."""
+    for first in range(0, len(seq), 65536):
+        part = slice(first, first + 65536)
+        size = len(seq[part])
+        columns = {"record": pa.array(np.full(size, record, np.int32)), "seq": pa.array(seq[part]),
+                   "action": pa.array(action[part].astype(np.int32)) if action is not None else None,
+                   "time": pa.array(time[part])}
+        yield pa.RecordBatch.from_arrays(
+            [columns.get(name) if columns.get(name) is not None else pa.array([None] * size, kind)
+             for name, kind in zip(_SIMULATION_ARROW.names, _SIMULATION_ARROW.types)], schema=_SIMULATION_ARROW)
 
 
 def _table_batches(unit: int, table: scan.ResidueTable) -> Iterator[pa.RecordBatch]:
@@ -379,10 +420,10 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
 
     ``run_ingress(b, wanted=Wanted(flush=True)).final_cti == INFINITY_MICROS``
     """
-    s = _summarize(b, imported.cti_rows if imported is not None else None, first)
+    s = _summarize(b, imported.cti_rows if imported is not None else None, first, wanted.initial)
     _check_bad_rows(s)
     walk, simulations, persisted = _walk_simulating(s, wanted.initial)
-    decisions = _decisions(walk, simulations)
+    decisions = _decisions(s, walk, simulations)
     ctis = _ctis(s, walk, imported, wanted)
     arrival = s.arrival(wanted.first_position)
     events = _with_decisions(s.prepared, decisions)
@@ -452,7 +493,8 @@ class Summarized:
         return late.arrival_of(self.prepared, self.b.arrival is not None, self.unit_rows, first_position)
 
 
-def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None = None) -> Summarized:
+def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None = None,
+               initial: scan.ScanState | None = None) -> Summarized:
     """The input's rows in arrival order, summarised. Most inputs arrive in the order they are
     stored: with an arrival column, the summary's pass in partition order also checks that, and
     where it holds the arrival numbering (a shuffle and a sort) is not needed. ``first``: that
@@ -463,26 +505,27 @@ def _summarize(b: Binding, cti_rows: DataFrame | None, first: Summarized | None 
         return first
     if b.arrival is not None and cti_rows is None:
         stored = first if first is not None else _summarized(b, prepare(b, partition_order=True), settings,
-                                                             imports_ctis=False, with_arrival=True)
+                                                             imports_ctis=False, with_arrival=True, initial=initial)
         if _in_partition_order(stored.summaries):
             return stored
         # the numbering's ranges from the pass just made, not from a quantile job of their own
         sketches = [(u["arrival_count"], u["arrival_sketch"]) for u in stored.summaries]
     with phase("arrival order"):
         prepared = prepare(b, cti_rows, arrival_sketches=sketches)
-    ordered = _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False)
+    ordered = _summarized(b, prepared, settings, imports_ctis=cti_rows is not None, with_arrival=False,
+                          initial=initial)
     # the arrival values' range is the first pass's (the second one reads no arrival values)
     return ordered if sketches is None else attrs.evolve(ordered, arrival_range=stored.arrival_range)
 
 
 def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, imports_ctis: bool,
-                with_arrival: bool) -> Summarized:
+                with_arrival: bool, initial: scan.ScanState | None = None) -> Summarized:
     """``prepared`` with its summaries: one row per scan unit comes to the driver, which combines
     them (docs/architecture.md#a-batch-run)."""
     compact = _compact(prepared, b, imports_ctis, with_seq=False, with_arrival=with_arrival)
     with phase("scan summary"):
         summaries = sorted((row.asDict() for row in
-                            compact.mapInArrow(_summarize_units(settings), _SUMMARY_SCHEMA).collect()),
+                            compact.mapInArrow(_summarize_units(settings, initial), _SUMMARY_SCHEMA).collect()),
                            key=lambda r: r["unit"])
     return Summarized(b, prepared, summaries, settings, imports_ctis,
                        _arrival_range(summaries) if with_arrival else None)
@@ -663,6 +706,10 @@ class _Walk:
     states: dict[int, scan.ScanState]  # the state entering each unit
     simulated: list[tuple[int, scan.ScanState]]  # the simulations the exact walk used
     pending: dict[int, scan.ScanState]  # units to simulate next, from these states (the first: exact)
+    #: the units with late events that their summaries decided (``arrival_scan.decide_late``), with
+    #: their exact entering states and how many events they drop and move: their decisions are
+    #: computed in the output's plan (``_decided_records``)
+    decided: dict[int, tuple[scan.ScanState, int, int]] = attrs.Factory(dict)
 
 
 def _walk_simulating(s: Summarized, initial: scan.ScanState) -> tuple[_Walk, _Simulations, list[DataFrame]]:
@@ -740,6 +787,13 @@ def _walk(summaries: list[dict[str, Any]], settings: scan.ScanSettings, simulati
             walk.states[unit] = state
         summary = scan.Summary(**{k: s[k] for k in _SUMMARY_FIELDS}, tail_max=tuple(s["tail_max"] or ()))
         after = scan.clean_transfer(summary, state, settings)
+        if after is not None and exact and (summary.dropped or summary.adjusted):
+            walk.decided[unit] = (state, summary.dropped, summary.adjusted)
+        if after is None and s.get("first_cti") is not None and state == initial:
+            # unit 0 simulated from the input's first state by the summary pass (``_first_unit``)
+            after = scan.ScanState(s["first_cti"], s["first_count"], s["first_max_start"], s["first_baseline"])
+            if exact and (s["first_dropped"] or s["first_adjusted"]):
+                walk.decided[unit] = (state, s["first_dropped"], s["first_adjusted"])
         if after is None:
             done = simulations.get((unit, state))
             if done is None and unit in tables:
@@ -780,12 +834,26 @@ class _Decisions:
     records: list[DataFrame]
 
 
-def _decisions(walk: _Walk, simulations: _Simulations) -> _Decisions:
-    """The decisions of the simulations the exact walk used."""
+def _decisions(s: Summarized, walk: _Walk, simulations: _Simulations) -> _Decisions:
+    """The decisions of the simulations the exact walk used, and of the units their summaries
+    decided (``_decided_records``)."""
     used = [simulations[(unit, state)] for unit, state in walk.simulated]
-    return _Decisions(dropped=sum(outcome.dropped for outcome, _ in used),
-                      adjusted=sum(outcome.adjusted for outcome, _ in used),
-                      records=[decisions for _, decisions in used])
+    records = [decisions for _, decisions in used]
+    if walk.decided:
+        records.append(_decided_records(s, {unit: state for unit, (state, _, _) in walk.decided.items()}))
+    return _Decisions(dropped=sum(outcome.dropped for outcome, _ in used) + sum(d for _, d, _ in walk.decided.values()),
+                      adjusted=(sum(outcome.adjusted for outcome, _ in used)
+                                + sum(a for _, _, a in walk.decided.values())),
+                      records=records)
+
+
+def _decided_records(s: Summarized, states: Mapping[int, scan.ScanState]) -> DataFrame:
+    """The decisions (``seq``, ``action``, ``time``) of the units whose summaries decided their late
+    events, each simulated in array operations from its exact entering state (``arrival_scan.simulate``)
+    — lazily: the output's plan computes them where it joins them to the events (no job of their own)."""
+    units = F.shiftright(F.col("seq"), scan.PARTITION_BITS).isin(list(states))
+    return (s.compact(with_seq=True).filter(units).mapInArrow(_simulate_units(states, s.settings), _SIMULATION_SCHEMA)
+            .filter(F.col("record") == 1).select("seq", "action", "time"))
 
 
 # --- the CTIs ----------------------------------------------------------------------------------

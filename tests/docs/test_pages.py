@@ -166,7 +166,7 @@ def test_documented_signatures_are_the_api(page: str, line: int) -> None:
 
 def test_the_signature_check_sees_drift() -> None:
     assert signature_problems('Binder.bind(stream, source, *, start, end=None, edge=None, kind=None, arrival=None,\n'
-                              '            advance_time=None, bad_rows="error") -> Binder') == []
+                              '            partition=None, partitions=None, advance_time=None, bad_rows="error") -> Binder') == []
     assert signature_problems("Binder.bind(stream, source, *, start) -> Binder") != []
     assert signature_problems('Binder.bind(stream, source, *, start, end=None, edge=None, kind=None, arrival=None,\n'
                               '            advance_time=None, bad_rows="drop") -> Binder') != []

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import streamql as sq
 from streamql.time import INFINITY_MICROS, to_micros
-from support.depth import DEPTH, deep_runs, default_runs, examples
+from support.depth import DEPTH, deep_runs, examples, spark_default_runs
 from support.streams import SPACING, P, build, inputs, laid_side_by_side, pipelines
 
 A, B = P(1, 2, "a", None), P(2, 3, "b", 4)
@@ -93,6 +93,6 @@ def test_both_tiers_check_ten_times_the_standard_count_of_inputs() -> None:
     for parts in (1, 13, 25, 40):
         for n in range(1, 40):
             for least in (1, 2):
-                default, runs = default_runs(n, least), deep_runs(n, least, parts)
+                default, runs = spark_default_runs(n, least), deep_runs(n, least, parts)
                 assert default + runs * parts >= DEPTH * n
                 assert runs == 1 or default + (runs - 1) * parts < DEPTH * n  # no more runs than needed

@@ -129,14 +129,15 @@ def test_to_dataframe_applies_the_decisions_of_several_units(spark: SparkSession
 
 @pytest.fixture
 def dirty_units(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the scan units the driver could not carry the state across (they are simulated)."""
+    """Counts the scan units that hold late events: those the driver could not carry the state across
+    (they are simulated) and those whose summary decided their late events (``decide_late``)."""
     dirty: list[int] = []
     clean_transfer = arrival_scan.clean_transfer
 
     def counting(summary: arrival_scan.Summary, state: arrival_scan.ScanState,
                  at: arrival_scan.ScanSettings) -> Optional[arrival_scan.ScanState]:
         after = clean_transfer(summary, state, at)
-        if after is None:
+        if after is None or summary.decided:  # simulated, or its late events decided by its summary
             dirty.append(summary.unit)
         return after
 

@@ -4,7 +4,8 @@ Two tiers, by pytest's own means:
 
 - the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test,
   the examples, the documentation, a Structured Streaming smoke test and a few examples of every
-  property test (a fifth of its standard count ``n``, at least 2, or 1 for a micro-batch test), and
+  property test (a fifth of its standard count ``n``, at least 2, or 1 for a micro-batch test; half
+  that, at least one, for a Spark property test), and
   leaves out the tests marked ``slow`` (``addopts`` in ``pyproject.toml`` deselects them);
 - the **deep tier** — ``STREAMQL_DEPTH=deep pytest -q -m "slow or hypothesis"``, which ``.ci/run``
   runs after the default tier — runs the ``slow`` tests (restarts, kill -9, local-cluster, the site
@@ -57,7 +58,14 @@ def default_runs(n: int, least: int) -> int:
 def deep_runs(n: int, least: int, parts: int) -> int:
     """The deep tier's runs of ``parts`` inputs that, after the default tier's runs of one input,
     make ``DEPTH * n`` inputs (at least one run)."""
-    return max(1, math.ceil((DEPTH * n - default_runs(n, least)) / parts))
+    return max(1, math.ceil((DEPTH * n - spark_default_runs(n, least)) / parts))
+
+
+def spark_default_runs(n: int, least: int) -> int:
+    """The default tier's run count of a Spark property test: half the default count (at least one),
+    so that the README's test command stays within ten minutes on two cores; the deep tier runs
+    the rest."""
+    return max(1, default_runs(n, least) // 2)
 
 
 def examples(n: int, least: int = 2) -> int:
@@ -71,8 +79,9 @@ def examples(n: int, least: int = 2) -> int:
 
 def spark_examples(n: int, least: int = 2) -> int:
     """The example count of a Spark property test whose standard count is ``n`` and whose examples
-    draw their inputs through ``side_by_side``: ``n // 5`` runs of one input (at least ``least``;
-    the micro-batch tests, 10-30 s an example, take ``least=1``) in the default tier; in the deep
+    draw their inputs through ``side_by_side``: half of ``n // 5`` (at least ``least``; the
+    micro-batch tests, 10-30 s an example, take ``least=1``) runs of one input, at least one, in the
+    default tier (``spark_default_runs``); in the deep
     tier enough runs of ``PARTS`` inputs that both tiers together check at least ``DEPTH * n``
     inputs; times ``STREAMQL_EXAMPLES``."""
-    return MULTIPLIER * (deep_runs(n, least, PARTS) if DEEP else default_runs(n, least))
+    return MULTIPLIER * (deep_runs(n, least, PARTS) if DEEP else spark_default_runs(n, least))

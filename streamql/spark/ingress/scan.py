@@ -549,6 +549,20 @@ def first_passes(bindings: Mapping[str, Binding], names: Sequence[str]) -> dict[
         compact = _compact(prepared[name], b, imports_ctis=False, with_seq=True, with_arrival=b.arrival is not None)
         parts.append(_as_input(compact, number))
         inputs[number] = (scan_settings(b.advance_time), b.arrival is not None)
+    summaries = _summaries_by_input(parts, inputs)
+    passes = {}
+    for number, name in enumerate(eligible):
+        own = sorted(summaries[number], key=lambda r: r["unit"])
+        settings, with_arrival = inputs[number]
+        passes[name] = Summarized(bindings[name], prepared[name], own, settings, False,
+                                   _arrival_range(own) if with_arrival else None)
+    return passes
+
+
+def _summaries_by_input(parts: list[DataFrame], inputs: Mapping[int, tuple[scan.ScanSettings, bool]]
+                        ) -> dict[int, list[dict[str, Any]]]:
+    """The summaries of several inputs' tagged rows (``_as_input``), in one Spark job over their
+    union, split back by input number."""
     together = parts[0]
     for part in parts[1:]:
         together = together.unionByName(part)
@@ -558,13 +572,7 @@ def first_passes(bindings: Mapping[str, Binding], names: Sequence[str]) -> dict[
     for row in rows:
         summary = row.asDict()
         summaries[summary.pop(_INPUT)].append(summary)
-    passes = {}
-    for number, name in enumerate(eligible):
-        own = sorted(summaries[number], key=lambda r: r["unit"])
-        settings, with_arrival = inputs[number]
-        passes[name] = Summarized(bindings[name], prepared[name], own, settings, False,
-                                   _arrival_range(own) if with_arrival else None)
-    return passes
+    return summaries
 
 
 def ordered_passes(bindings: Mapping[str, Binding], first: Mapping[str, Summarized]) -> dict[str, Summarized]:
@@ -587,15 +595,7 @@ def ordered_passes(bindings: Mapping[str, Binding], first: Mapping[str, Summariz
             prepared[name] = prepare(b, arrival_sketches=sketches)
         parts.append(_as_input(_compact(prepared[name], b, imports_ctis=False, with_seq=True), number))
         inputs[number] = (stored.settings, False)
-    together = parts[0]
-    for part in parts[1:]:
-        together = together.unionByName(part)
-    with phase("scan summary"):
-        rows = together.mapInArrow(_summarize_inputs(inputs), _INPUTS_SUMMARY_SCHEMA).collect()
-    summaries: dict[int, list[dict[str, Any]]] = {number: [] for number in inputs}
-    for row in rows:
-        summary = row.asDict()
-        summaries[summary.pop(_INPUT)].append(summary)
+    summaries = _summaries_by_input(parts, inputs)
     return {name: Summarized(bindings[name], prepared[name], sorted(summaries[number], key=lambda r: r["unit"]),
                              stored.settings, False, stored.arrival_range, ordered=True)
             for number, (name, stored) in enumerate(due.items())}

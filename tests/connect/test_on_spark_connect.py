@@ -23,10 +23,15 @@ PROPERTY_TESTS = (
     "tests/spark/test_against_reference.py",           # stateless operators, every input shape
     "tests/spark/test_windows_against_reference.py",   # every window kind, grouped and not
     "tests/spark/test_late_on_spark.py",               # late records, Binder.late and write(late_path=)
+    "tests/spark/test_plan_growth.py",                 # plans grow linearly on Connect sessions too
     "tests/connect/test_connect_session.py",           # what only a Connect session shows
     # live (foreachBatch on the server), with a restart
     "tests/streaming/test_running_queries.py::test_a_file_directory_query_releases_what_the_batch_run_releases",
     "tests/streaming/test_running_queries.py::test_a_query_stopped_and_started_again_continues_where_it_stopped",
+    # a running query of forty operators over another's output: plans deeper than a checkpoint
+    # command of the Connect client takes
+    "tests/streaming/test_running_queries.py::"
+    "test_a_running_query_of_forty_operators_over_another_releases_what_the_composed_query_releases",
 )
 
 

@@ -68,7 +68,12 @@ def runnable(code: str) -> str:
     return SNIPPET.sub(lambda m: (DOCS / m.group(1)).read_text(), code)
 
 
-@pytest.mark.parametrize("page", PAGES)
+#: pages whose examples start running queries or broker-less stand-ins of them (tens of seconds
+#: each): the deep tier runs them, the default tier's budget is for the rest
+SLOW_PAGES = {"streaming.md", "kafka-and-delta.md"}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_PAGES else p for p in PAGES])
 def test_page_examples_print_what_the_page_shows(page: str, tmp_path: pathlib.Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

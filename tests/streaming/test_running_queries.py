@@ -174,3 +174,41 @@ def test_a_chain_of_three_running_queries_releases_what_the_composed_query_relea
     expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(composed)
     assert expected and sink_rows(spark, tmp_path / "out3") == batch_rows(expected)
     assert third.result().final_cti == sq.INFINITY
+
+
+def forty_operators(q: sq.Stream[Reading]) -> sq.Stream[Reading]:
+    """Twenty shifts by a second and twenty ``alter_lifetime``s back by one, with a ``where``
+    among them: a plan of over a hundred DataFrame calls, deeper than a Spark Connect client could
+    copy into a checkpoint command (docs/architecture.md#plans-grow-linearly)."""
+    for i in range(20):
+        q = q.shift(timedelta(seconds=1)).alter_lifetime(timedelta(seconds=-1))
+        if i == 10:
+            q = q.where(lambda e: e.consumption != 3.0)
+    return q
+
+
+@pytest.mark.slow
+@pytest.mark.connect  # also in the Spark Connect group (tests/connect)
+def test_a_running_query_of_forty_operators_over_another_releases_what_the_composed_query_releases(
+        spark: SparkSession, tmp_path: Path) -> None:
+    data = rows(0, 24)
+    source = tmp_path / "in"
+    put(source, 0, data[:12])
+    busy = READINGS.where(lambda e: e.consumption > 2.0)
+    first = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
+                                  advance_time=EVERY_4).start(busy, sink=str(tmp_path / "out1"),
+                                                              checkpoint=str(tmp_path / "ck1"), name="busy")
+    first.process_all_available()
+    second = sq.Binder(spark).start(averages(forty_operators(first.as_stream())), sink=str(tmp_path / "out2"),
+                                    checkpoint=str(tmp_path / "ck2"), name="busy_averages")
+    second.process_all_available()
+    put(source, 1, data[12:])
+    first.process_all_available()
+    second.process_all_available()
+    first.stop()  # the final INFINITY CTI flows on
+    second.process_all_available()
+    second.stop()
+    composed = averages(forty_operators(busy))
+    expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(composed)
+    assert expected and sink_rows(spark, tmp_path / "out2") == batch_rows(expected)
+    assert second.result().final_cti == sq.INFINITY

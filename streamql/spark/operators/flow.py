@@ -177,7 +177,7 @@ class Flow:
 
     def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
         """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
-        return Flow(frame, node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
+        return Flow(fenced(frame), node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
                     self.reached, _groups_after(node, self.group_ctis), _starts_after(node, self.starts))
 
     def cti_column(self) -> Column | None:
@@ -193,6 +193,16 @@ class Flow:
         """The CTI a row sees: its group's (the column ``name`` that ``with_group_ctis(rows, name)``
         added) where the groups' CTIs differ, else the stream's."""
         return self.cti if self.group_ctis is None else F.col(name)
+
+
+def fenced(frame: DataFrame) -> DataFrame:
+    """``frame`` under a projection Catalyst pushes no filter through: the start plus
+    ``spark_partition_id() * 0``, which is the start, but not deterministic to Catalyst
+    (``PushPredicateThroughNonJoin`` moves a filter only through deterministic projections). A
+    later operator's filter thus stops here instead of being inlined into every operator before it,
+    and each operator adds a bounded piece of plan (docs/architecture.md#plans-grow-linearly). The
+    value is the start's, on every row of every partition; it costs one addition per row."""
+    return frame.withColumn(START, F.col(START) + F.spark_partition_id() * F.lit(0))
 
 
 def input_flow(events: DataFrame, cti: int | None, finite_cti: int | None, reached: int | None = None,

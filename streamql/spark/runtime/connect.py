@@ -11,6 +11,7 @@ Connect classes are never imported here: a session is recognised by its class's 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import TYPE_CHECKING, Any, Union
 
 from streamql.spark.compat import SparkContext  # pyspark-client has none
@@ -68,6 +69,26 @@ def parallelism(spark: Any) -> int:
     return max(1, int(conf.get("spark.sql.shuffle.partitions", "200") or "200"))
 
 
+def local_checkpoint(df: DataFrame, eager: bool) -> DataFrame:
+    """``df.localCheckpoint(eager=eager)`` on a session of either kind, whatever the depth of its plan.
+
+    A Spark Connect client copies the plan into its checkpoint command, and that copy refuses a
+    plan nested deeper than protobuf's decoding limit (``DecodeError: ... Exceeded
+    upb_DecodeOptions_MaxDepth``, from about 50 chained DataFrame calls: a query composed of many
+    operators, a running query reading another's output), although the same plan runs as a query.
+    On Connect the plan is therefore registered as a temporary view first, on the server, and the
+    checkpoint reads the view: a plan one level deep. The view is dropped at once; the checkpoint
+    holds the plan the server analysed."""
+    if not is_connect(df.sparkSession):
+        return df.localCheckpoint(eager=eager)
+    view = f"streamql_checkpoint_{uuid.uuid4().hex}"
+    df.createOrReplaceTempView(view)
+    try:
+        return df.sparkSession.table(view).localCheckpoint(eager=eager)
+    finally:
+        df.sparkSession.catalog.dropTempView(view)
+
+
 def with_stable_partitions(df: DataFrame) -> DataFrame:
     """``df``, materialised once on the server (``localCheckpoint``) if it is a Spark Connect
     DataFrame that reads rows sent by the client (``createDataFrame`` of local data); else ``df``
@@ -83,7 +104,7 @@ def with_stable_partitions(df: DataFrame) -> DataFrame:
             # PySpark 3.5's Spark Connect DataFrame has no localCheckpoint: one partition, the
             # rows in the order the client sent them, in every plan (rows sent by a client are few)
             return df.coalesce(1)
-        return df.localCheckpoint(eager=True)
+        return local_checkpoint(df, eager=True)
     return df
 
 

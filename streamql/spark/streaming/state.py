@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamql.spark.ingress import arrival_scan as scan
-from streamql.spark.runtime.connect import AnySession, parallelism
+from streamql.spark.runtime.connect import AnySession, local_checkpoint, parallelism
 from streamql.spark.runtime.files import Files
 from streamql.spark.streaming.retention import Floor
 
@@ -276,7 +276,7 @@ class StateStore:
             # as many partitions as the session runs tasks at once: each frame of the next state
             # reads every partition of this one, and a union adds partitions up (a state read
             # from its files is packed by size instead)
-            together = together.coalesce(parallelism(together.sparkSession)).localCheckpoint(eager=False)
+            together = local_checkpoint(together.coalesce(parallelism(together.sparkSession)), eager=False)
             counted = Observation()
             together.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(f"{temporary}/frames")
             metrics = observed_metrics(counted)

@@ -342,8 +342,11 @@ def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carr
         raise BadInputError(f"{where}: an end edge (micro-batch {batch}, row {matched.first_unmatched}) "
                             "has no open start edge with its start and payload; bind with bad_rows='drop' "
                             "to drop and count such rows")
+    # the scan's late records of the undeclared rows of a partitioned input carry their partition
+    # value, the matching's records none (``late.with_partition`` gives them their partition's)
     late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,
-                                              count_open=final, causes=EdgeCauses(BATCH, WENT_BACK, cause)))
+                                              count_open=final, causes=EdgeCauses(BATCH, WENT_BACK, cause)),
+                                    allowMissingColumns=True)
     return _Decided(matched.decided, late, matched.dropped, matched.adjusted, ingress.bad_rows + matched.unmatched,
                     matched.still_open, matched.pending, (matched.persisted,))
 

@@ -23,7 +23,11 @@ PROPERTY_TESTS = (
     "tests/spark/test_against_reference.py",           # stateless operators, every input shape
     "tests/spark/test_windows_against_reference.py",   # every window kind, grouped and not
     "tests/spark/test_late_on_spark.py",               # late records, Binder.late and write(late_path=)
-    "tests/spark/test_plan_growth.py",                 # plans grow linearly on Connect sessions too
+    # plans grow linearly on Connect sessions too
+    "tests/spark/test_plan_growth.py::test_forty_chained_stateless_operators_of_every_kind_grow_the_plan_linearly",
+    "tests/spark/test_plan_growth.py::"
+    "test_shifts_and_alter_lifetimes_forty_times_before_a_grouped_window_grow_the_plan_linearly",
+    "tests/spark/test_plan_growth.py::test_a_query_unioned_with_itself_shifted_at_most_doubles_the_plan",
     "tests/connect/test_connect_session.py",           # what only a Connect session shows
     # live (foreachBatch on the server), with a restart
     "tests/streaming/test_running_queries.py::test_a_file_directory_query_releases_what_the_batch_run_releases",

@@ -146,17 +146,26 @@ def test_two_streaming_inputs_and_a_static_one_in_one_query(spark: SparkSession,
     assert expected and sink_rows(spark, tmp_path / "out") == batch_rows(expected)
 
 
+#: the first query of a chain of running queries
+BUSY = READINGS.where(lambda e: e.consumption > 2.0)
+
+
+def start_busy(spark: SparkSession, source: Path, tmp_path: Path) -> sq.RunningQuery[Reading]:
+    """``BUSY`` running over the JSON files in ``source`` (sink ``out1``), its first micro-batch done."""
+    first = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
+                                  advance_time=EVERY_4).start(BUSY, sink=str(tmp_path / "out1"),
+                                                              checkpoint=str(tmp_path / "ck1"), name="busy")
+    first.process_all_available()
+    return first
+
+
 @pytest.mark.slow
 def test_a_chain_of_three_running_queries_releases_what_the_composed_query_releases(
         spark: SparkSession, tmp_path: Path) -> None:
     data = rows(0, 30)
     source = tmp_path / "in"
     put(source, 0, data[:12])
-    busy = READINGS.where(lambda e: e.consumption > 2.0)
-    first = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
-                                  advance_time=EVERY_4).start(busy, sink=str(tmp_path / "out1"),
-                                                              checkpoint=str(tmp_path / "ck1"), name="busy")
-    first.process_all_available()
+    first = start_busy(spark, source, tmp_path)
     # the second and third queries read the running ones: Binder.start binds those inputs itself
     second = sq.Binder(spark).start(averages(first.as_stream()), sink=str(tmp_path / "out2"),
                                     checkpoint=str(tmp_path / "ck2"), name="busy_averages")
@@ -171,7 +180,7 @@ def test_a_chain_of_three_running_queries_releases_what_the_composed_query_relea
     for running in (second, third):
         running.process_all_available()
         running.stop()
-    composed = averages(busy).where(lambda a: a.average >= 4.0).shift(timedelta(seconds=1))
+    composed = averages(BUSY).where(lambda a: a.average >= 4.0).shift(timedelta(seconds=1))
     expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(composed)
     assert expected and sink_rows(spark, tmp_path / "out3") == batch_rows(expected)
     assert third.result().final_cti == sq.INFINITY
@@ -198,11 +207,7 @@ def test_a_running_query_of_forty_operators_over_another_releases_what_the_compo
     data = rows(0, 24)
     source = tmp_path / "in"
     put(source, 0, data[:12])
-    busy = READINGS.where(lambda e: e.consumption > 2.0)
-    first = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
-                                  advance_time=EVERY_4).start(busy, sink=str(tmp_path / "out1"),
-                                                              checkpoint=str(tmp_path / "ck1"), name="busy")
-    first.process_all_available()
+    first = start_busy(spark, source, tmp_path)
     second = sq.Binder(spark).start(averages(forty_operators(first.as_stream())), sink=str(tmp_path / "out2"),
                                     checkpoint=str(tmp_path / "ck2"), name="busy_averages")
     second.process_all_available()
@@ -212,7 +217,7 @@ def test_a_running_query_of_forty_operators_over_another_releases_what_the_compo
     first.stop()  # the final INFINITY CTI flows on
     second.process_all_available()
     second.stop()
-    composed = averages(forty_operators(busy))
+    composed = averages(forty_operators(BUSY))
     expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(composed)
     assert expected and sink_rows(spark, tmp_path / "out2") == batch_rows(expected)
     assert second.result().final_cti == sq.INFINITY

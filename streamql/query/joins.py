@@ -36,10 +36,11 @@ def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | N
 
     The operator's CTI is the least of its inputs' at every step, and every input's CTI only grows:
     while it is finite, its greatest finite CTI is its final CTI; once every input is at INFINITY,
-    it reached INFINITY with the last of them, and the step before, the inputs that reached
-    INFINITY then were at their greatest finite CTIs, the others at INFINITY already — the least of
-    those (None if one had none: the operator had no CTI before). The reference evaluator reads the
-    same from the history (docs/decisions.md)."""
+    it reached INFINITY with the last of them. The inputs that reached INFINITY at that arrival did
+    so in no assumed order: the one that came last was at its greatest finite CTI the step before,
+    the others at INFINITY already, so the operator was at that input's — the greatest of those
+    over the inputs that had one (None if none had: the operator had no CTI before). The reference
+    evaluator reads the same from the history (docs/decisions.md)."""
     cti = least_cti(ctis)
     if cti is None or cti != INFINITY_MICROS:
         return cti, None
@@ -47,10 +48,8 @@ def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | N
         known = [c for c in finite_ctis if c is not None]
         return (min(known) if known else None), FLUSHED
     last = max(r for r in reached if r is not None)
-    at_last = [c for c, r in zip(finite_ctis, reached) if r == last]
-    if any(c is None for c in at_last):
-        return None, last
-    return min(c for c in at_last if c is not None), last
+    at_last = [c for c, r in zip(finite_ctis, reached) if r == last and c is not None]
+    return (max(at_last) if at_last else None), last
 
 
 def params_read(expr: Expr) -> set[int]:

@@ -383,19 +383,34 @@ def ingest(inputs: Mapping[str, AnyReferenceInput], declared: Mapping[str, tuple
             if position < len(items):
                 lane.arrive(position, items[position])
         for finite_only in (True, False):
+            before = [lane.cti for lane, _ in lanes]
             for lane, _ in lanes:
                 lane.commit_ctis(finite_only)
             _propagate_imports(states, imports, finite_only)
-            for lane, _ in lanes:
-                lane.history.append(lane.cti)
+            _record_step([lane for lane, _ in lanes], before)
+    before = [lane.cti for lane, _ in lanes]
     for lane, _ in lanes:
         generation = lane.settings.generation if lane.settings is not None else None
         if generation is not None and generation.flush:
             lane.take_cti(INFINITY_MICROS)
     _propagate_imports(states, imports, finite_only=False)
-    for lane, _ in lanes:
-        lane.history.append(lane.cti)
+    _record_step([lane for lane, _ in lanes], before)
     return states
+
+
+def _record_step(lanes: Sequence[IngressState], before: Sequence[int | None]) -> None:
+    """Every lane's CTI after a step, into its history. Where several lanes reach INFINITY in
+    the same step, no order among them is assumed (as among partitions): first one step for each
+    of them in which it is still at its CTI before and the others are at INFINITY — the last to
+    get there in some order — so that a stream's finite CTIs (the horizon) are those some order
+    shows (docs/decisions.md, the finite CTIs seen)."""
+    reached = [i for i, lane in enumerate(lanes) if lane.cti == INFINITY_MICROS and before[i] != INFINITY_MICROS]
+    if len(reached) > 1:
+        for last in reached:
+            for i, lane in enumerate(lanes):
+                lane.history.append(before[i] if i == last else lane.cti)
+    for lane in lanes:
+        lane.history.append(lane.cti)
 
 
 def _import_order(states: Mapping[str, AnyState]) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ import sys
 import tomllib
 import types
 import warnings
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from pyspark.sql import SparkSession
@@ -74,10 +74,34 @@ SLOW_PAGES = {"streaming.md", "kafka-and-delta.md"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_PAGES else p for p in PAGES])
-def test_page_examples_print_what_the_page_shows(page: str, tmp_path: pathlib.Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_examples_print_what_the_page_shows(page: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                                                 spark: SparkSession) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(DOCS))  # the pages import doc_helpers
+    with jvm_working_directory(spark, tmp_path):
+        run_page(page)
+
+
+@contextlib.contextmanager
+def jvm_working_directory(spark: SparkSession, path: pathlib.Path) -> Iterator[None]:
+    """Relative paths a page's example writes (``binding.write(usage, "usage-parquet")``) go to
+    ``path``: Spark qualifies them with its local file system's working directory, the JVM's own,
+    which ``chdir`` does not move (a Spark Connect session's server is another process: unchanged)."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        yield
+        return
+    local = jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark._jsc.hadoopConfiguration())
+    before = local.getWorkingDirectory()
+    local.setWorkingDirectory(jvm.org.apache.hadoop.fs.Path(str(path)))
+    try:
+        yield
+    finally:
+        local.setWorkingDirectory(before)
+
+
+def run_page(page: str) -> None:
+    """Runs every block of ``page`` in one namespace and checks what it prints."""
     # dataclasses look their module up in sys.modules: the page's code runs as a module of its own
     module = types.ModuleType(f"docs_{page.replace('-', '_').replace('.', '_')}")
     sys.modules[module.__name__] = module

@@ -201,15 +201,27 @@ CASES = [
          V, interval=[(k, k + 5, Count(1)) for k in (-5, 0, 5)],
          edges=[e for k in (-5, 0, 5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
          points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS, arrival=True),
-    # ... and when they reach INFINITY together (the flush), the union had a CTI before only once
-    # both inputs had one: "a" has none but the flush, so the union has no finite CTI, and the
-    # horizon is a's start -3: the window at -5 only (c's CTI 9 is no CTI of the union)
+    # ... and when they reach INFINITY together (the flush), no order between them is assumed: "a"
+    # has no CTI but the flush, so with "a" last the union has none before INFINITY, with "c" last
+    # it has min(INFINITY, 9) = 9. The horizon is the greater, 9, as if a's flush had come first:
+    # the windows at -5, 0 and 5, as above. (With the flush as one step the union had no finite CTI
+    # and only the window at -5; a run flushing "a" only then released more than this one.)
     Case("the horizon after a union one of whose inputs had no finite CTI",
          lambda s: s["a"].union(s["c"]).tumbling_window(us(5)).select(lambda w: Count(w.count())),
          {"a": Side(sq.Shape.EDGE, [sq.StartEdge(-3, A)], gen(100, flush=True)),
           "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
-         V, interval=[(-5, 0, Count(1))], edges=[(START, -5, -5, Count(1)), (END, 0, -5, Count(1))],
-         points=[(-5, Count(1))], final_cti=INFINITY_MICROS),
+         V, interval=[(k, k + 5, Count(1)) for k in (-5, 0, 5)],
+         edges=[e for k in (-5, 0, 5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
+         points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS),
+    # ... and when neither had a finite CTI before the flush, neither order shows one: the horizon
+    # is a's start -3, the window at -5 only
+    Case("the horizon after a union none of whose inputs had a finite CTI",
+         lambda s: s["a"].union(s["c"]).tumbling_window(us(5)).select(lambda w: Count(w.count())),
+         {"a": Side(sq.Shape.EDGE, [sq.StartEdge(-3, A)], gen(100, flush=True)),
+          "c": Side(sq.Shape.POINT, [sq.Insert(-9, -8, B)], gen(100, flush=True))},
+         V, interval=[(-10, -5, Count(1)), (-5, 0, Count(1))],
+         edges=[e for k in (-10, -5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
+         points=[(k, Count(1)) for k in (-10, -5)], final_cti=INFINITY_MICROS),
     # issue 23, item 4.2: inside group_apply each group has its own CTIs. in (POINT): group a at 0,
     # 2, 5, group b at 1, 8, then Cti(6). count_window(2): a's windows [0, 3) and [2, 6) are stable
     # (last starts 2, 5 < 6) and a's third start 5 has not filled one: a's output CTI is 5; b's
@@ -403,6 +415,38 @@ CASES += [
          V, interval=[(1, 3, C2), (3, 8, C2)],
          edges=[(START, 1, 1, C2), (END, 3, 1, C2), (START, 2, 2, C2), (START, 3, 3, C2), (END, 8, 3, C2)],
          points=[(1, C2), (2, C2), (3, C2)], final_cti=5),
+]
+
+
+# The flush of several inputs at once (docs/decisions.md, the finite CTIs seen). c (INTERVAL, a CTI
+# after every event, flush): [0, ∞) a, CTI 0; e (EDGE): Cti(0), shifted by 2 (CTI 2); the anti-join
+# of c by e keeps a whole (e has no events). Its CTI is min(0, 2) = 0 after the input.
+# - only c flushes: the anti-join's CTI becomes min(∞, 2) = 2, its greatest finite CTI: the windows
+#   of a that never ends start at or before 2, [0, 1) and [1, 2) end by the CTI 2 and are released;
+# - both flush at once: no order between them is assumed. c last would show min(0, ∞) = 0, e last
+#   min(∞, 2) = 2: the horizon is 2 here too, as if the flush of c had come first (it was 0 when the
+#   flush was one step, and the run above released a window this one did not hold). Released at
+#   the CTI ∞: [0, 1), [1, 2), [2, 3).
+def _anti_join_windows(s: Mapping[str, sq.Stream[Any]]) -> sq.Stream[Count]:
+    return s["c"].anti_join(s["e"].shift(us(2)), None).hopping_window(sq.TICK, sq.TICK).select(
+        lambda w: Count(w.count()))
+
+
+CASES += [
+    Case("a flush of one input shows the other's finite CTI to the horizon",
+         _anti_join_windows,
+         {"c": Side(sq.Shape.INTERVAL, [sq.Insert(0, INF, A)], gen(1, flush=True)),
+          "e": Side(sq.Shape.EDGE, [sq.Cti(0)])},
+         V, interval=[(k, k + 1, Count(1)) for k in (0, 1)],
+         edges=[e for k in (0, 1) for e in ((START, k, k, Count(1)), (END, k + 1, k, Count(1)))],
+         points=[(k, Count(1)) for k in (0, 1)], final_cti=2),
+    Case("a flush of two inputs at once assumes no order between them",
+         _anti_join_windows,
+         {"c": Side(sq.Shape.INTERVAL, [sq.Insert(0, INF, A)], gen(1, flush=True)),
+          "e": Side(sq.Shape.EDGE, [sq.Cti(0)], gen(100, flush=True))},
+         V, interval=[(k, k + 1, Count(1)) for k in (0, 1, 2)],
+         edges=[e for k in (0, 1, 2) for e in ((START, k, k, Count(1)), (END, k + 1, k, Count(1)))],
+         points=[(k, Count(1)) for k in (0, 1, 2)], final_cti=INFINITY_MICROS),
 ]
 
 

@@ -184,8 +184,6 @@ class Binder:
         """Scans the inputs ``read`` (and those whose CTIs they import), each once, in import order;
         returns the scans and the flows of ``read``. ``readers``: the queries reading each input
         (``run_many``), which an error while scanning it names."""
-        with phase("worker check"):
-            check_workers(self._spark)  # once per SparkContext, before the query's first job
         ingresses: dict[str, Ingress] = {}
         parts: dict[str, dict[str, Ingress]] = {}  # a partitioned input's partitions' scans, by key
         try:
@@ -211,6 +209,9 @@ class Binder:
                 for df in done.persisted:
                     df.unpersist()
             raise
+        with phase("worker check"):
+            # done by the session's first summary pass (workers.collected), unless no worker ran one
+            check_workers(self._spark)
         flows = {name: _input_flow(ingresses[name], parts.get(name), bindings) for name in read}
         return ingresses, flows
 

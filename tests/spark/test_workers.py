@@ -12,6 +12,7 @@ SparkContext, the session fixture's): with workers that cannot import streamql, 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass
@@ -96,8 +97,18 @@ def test_a_sessions_first_query_runs_no_job_to_check_the_workers(spark: SparkSes
     assert len(tracker.getJobIdsForGroup(workers.JOB_GROUP)) == probes  # no probe
     assert workers._checked == {key: None}  # checked, by the summary pass
     assert phases.jobs == checked.jobs, (phases.table(), checked.table())  # as a checked session's query
-    assert phases.by_name["worker check"].jobs == 0, phases.table()
+    assert "worker check" not in phases.by_name, phases.table()
     assert phases.by_name["scan summary"].jobs == 1, phases.table()
+
+
+def test_a_query_whose_summary_runs_no_worker_checks_them_with_the_probe(spark: SparkSession,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    binder = bind(sq.Binder(spark), READINGS, frame(spark, Reading, sq.Shape.POINT, []), sq.Shape.POINT, EVERY_2)
+    key = _unchecked(spark, monkeypatch)
+    with recording(spark) as phases:
+        assert binder.run(READINGS).events == []
+    assert phases.by_name["worker check"].jobs == 1, phases.table()  # no summary row came: the probe's job
+    assert workers._checked == {key: None}
 
 
 def test_a_worker_that_cannot_import_gets_the_probes_error_from_the_summary_job(
@@ -193,6 +204,17 @@ def test_workers_that_do_not_start_get_a_binding_error_with_sparks_reason(spark:
     monkeypatch.setattr(workers, "_checked", {})
     with pytest.raises(sq.BindingError, match=r"did not run \(PySparkRuntimeError: \[PYTHON_VERSION_MISMATCH\]"):
         workers.check_workers(spark)
+
+
+def test_the_scans_worker_code_imports_neither_pandas_nor_the_reference_evaluator() -> None:
+    # what a worker imports to run the summary pass (its functions live in the scan's module): a
+    # process of its own, as this one has imported everything
+    heavy = ("pandas", "matplotlib", "streamql.reference", "streamql.plot", "streamql.timeline")
+    done = subprocess.run([sys.executable, "-c", "import sys, streamql.spark.ingress.scan\n"
+                           f"print(sorted(m for m in {heavy!r} if m in sys.modules))"],
+                          capture_output=True, text=True, timeout=120, env=child_env())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_local_master_is_not_a_cluster() -> None:

@@ -215,6 +215,14 @@ def collected(frame: DataFrame, function: Prober, schema: T.StructType, arrow: p
     return [row.asDict() for row in frame.mapInArrow(function, schema).collect()]  # streamql shipped: again
 
 
+def passed(spark: Any) -> bool:
+    """Whether the workers of ``spark``'s SparkContext (a Spark Connect session: of the session)
+    were checked and import what streamql runs in them."""
+    session = _session(spark)
+    with _lock:
+        return _checked.get(_key(session), "unchecked") is None
+
+
 def _key(session: Any) -> str:
     """What the check's outcome is cached by: the SparkContext, or the Spark Connect session."""
     sc = context_of(session)

@@ -6,7 +6,6 @@
 """
 from typing import TYPE_CHECKING, Any
 
-from streamql import plot, reference, timeline
 from streamql.advance_time import AdvanceTimeGeneration, AdvanceTimeImport, AdvanceTimePolicy, AdvanceTimeSettings
 from streamql.errors import BadInputError, BindingError, ExpressionError, SchemaError, StreamqlError
 from streamql.events import Cti, Edge, EdgeKind, EndEdge, Event, Insert, Late, Result, Shape, StartEdge
@@ -17,6 +16,7 @@ from streamql.query.windowed import Grouped, GroupedWindowed, GroupWindow, Windo
 from streamql.time import INFINITY, TICK
 
 if TYPE_CHECKING:
+    from streamql import plot, reference, timeline
     from streamql.binder import Binder
     from streamql.running import Progress, RunningQuery
     from streamql.spark.runtime.session import local_session
@@ -27,11 +27,19 @@ _SPARK_NAMES = {"Binder": "streamql.binder", "Progress": "streamql.running", "Ru
                 "local_session": "streamql.spark.runtime.session"}
 
 
+#: the modules of the reference evaluator and the plots, imported when first used: Spark's Python
+#: workers import this package for the scan's code and need neither (docs/design-fewer-jobs.md, step 2)
+_MODULES = ("plot", "reference", "timeline")
+
+
 def __getattr__(name: str) -> Any:
+    from importlib import import_module
+
+    if name in _MODULES:
+        return import_module(f"streamql.{name}")  # which sets it on this package
     module = _SPARK_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'streamql' has no attribute {name!r}")
-    from importlib import import_module
 
     from streamql.spark.compat import require_pyspark
 

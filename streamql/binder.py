@@ -37,7 +37,7 @@ from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together
 from streamql.spark.runtime.connect import AnySession, is_dataframe, is_session, with_stable_partitions
-from streamql.spark.runtime.workers import check_workers
+from streamql.spark.runtime.workers import check_workers, passed as workers_passed
 from streamql.time import from_micros
 
 if TYPE_CHECKING:
@@ -184,8 +184,6 @@ class Binder:
         """Scans the inputs ``read`` (and those whose CTIs they import), each once, in import order;
         returns the scans and the flows of ``read``. ``readers``: the queries reading each input
         (``run_many``), which an error while scanning it names."""
-        with phase("worker check"):
-            check_workers(self._spark)  # once per SparkContext, before the query's first job
         ingresses: dict[str, Ingress] = {}
         parts: dict[str, dict[str, Ingress]] = {}  # a partitioned input's partitions' scans, by key
         try:
@@ -211,6 +209,9 @@ class Binder:
                 for df in done.persisted:
                     df.unpersist()
             raise
+        if not workers_passed(self._spark):  # the session's first summary pass checks them (workers.collected)
+            with phase("worker check"):
+                check_workers(self._spark)  # no summary pass ran a Python worker (inputs without rows): the probe
         flows = {name: _input_flow(ingresses[name], parts.get(name), bindings) for name in read}
         return ingresses, flows
 

@@ -16,6 +16,7 @@ from conftest import CONNECT
 from streamql.spark.compat import pyspark_version
 from streamql.spark.runtime.connect import is_connect, is_session, parallelism
 from streamql.spark.runtime.phases import recording
+from streamql.spark.runtime import workers
 from streamql.spark.runtime.workers import run_probe
 from streamql.time import from_micros
 from support.frames import frame
@@ -67,6 +68,31 @@ def test_a_query_gives_the_reference_result_and_counts_no_jobs(spark: Any) -> No
 def test_the_workers_are_probed_through_the_server(spark: Any) -> None:
     probe = run_probe(spark)
     assert probe.failures == ()
+
+
+def test_the_first_summary_pass_checks_the_workers_through_the_server(spark: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    binder = sq.Binder(spark).bind(READINGS, frame(spark, Reading, sq.Shape.POINT, _items()), start="start",
+                                   kind="kind", advance_time=EVERY)
+    q = READINGS.where(lambda r: r.watts > 1)
+    monkeypatch.setattr(workers, "_checked", {})
+    expected = binder.run(q)
+    assert workers._checked == {f"connect/{spark.session_id}": None}  # checked by the summary pass
+    # a module the workers lack: the BindingError of the probe, from the summary pass
+    monkeypatch.setattr(workers, "_checked", {})
+    monkeypatch.setattr(workers, "NEEDED", (*workers.NEEDED, "streamql_absent_module"))
+    with pytest.raises(sq.BindingError) as caught:
+        binder.run(q)
+    message = str(caught.value)
+    assert "cannot import streamql_absent_module (ModuleNotFoundError" in message
+    assert "the Spark Connect server's" in message
+    monkeypatch.setattr(workers, "_checked", {})
+    with pytest.raises(sq.BindingError) as probed:
+        workers.check_workers(spark)
+    assert str(probed.value) == message
+    monkeypatch.setattr(workers, "NEEDED", workers.NEEDED[:-1])
+    monkeypatch.setattr(workers, "_checked", {})
+    assert binder.run(q) == expected
 
 
 def batch_rows(events: list[Any]) -> list[tuple[Any, ...]]:

@@ -27,6 +27,7 @@ from streamql.spark.ingress import late
 from streamql.spark.ingress.binding import Binding, arrival_key, prepare, scan_settings, with_row_number
 from streamql.spark.ingress.edge_matching import match_end_edges
 from streamql.spark.runtime.phases import phase
+from streamql.spark.runtime.workers import collected
 from streamql.time import INFINITY_MICROS, from_micros
 
 #: up to this many decisions (late events dropped or moved) are broadcast to the events
@@ -524,8 +525,8 @@ def _summarized(b: Binding, prepared: DataFrame, settings: scan.ScanSettings, im
     them (docs/architecture.md#a-batch-run)."""
     compact = _compact(prepared, b, imports_ctis, with_seq=False, with_arrival=with_arrival)
     with phase("scan summary"):
-        summaries = sorted((row.asDict() for row in
-                            compact.mapInArrow(_summarize_units(settings, initial), _SUMMARY_SCHEMA).collect()),
+        # the session's first Python job: the worker check is folded into it (workers.collected)
+        summaries = sorted(collected(compact, _summarize_units(settings, initial), _SUMMARY_SCHEMA, _SUMMARY_ARROW),
                            key=lambda r: r["unit"])
     return Summarized(b, prepared, summaries, settings, imports_ctis,
                        _arrival_range(summaries) if with_arrival else None)
@@ -567,10 +568,9 @@ def _summaries_by_input(parts: list[DataFrame], inputs: Mapping[int, tuple[scan.
     for part in parts[1:]:
         together = together.unionByName(part)
     with phase("scan summary"):
-        rows = together.mapInArrow(_summarize_inputs(inputs), _INPUTS_SUMMARY_SCHEMA).collect()
+        rows = collected(together, _summarize_inputs(inputs), _INPUTS_SUMMARY_SCHEMA, _INPUTS_SUMMARY_ARROW)
     summaries: dict[int, list[dict[str, Any]]] = {number: [] for number in inputs}
-    for row in rows:
-        summary = row.asDict()
+    for summary in rows:
         summaries[summary.pop(_INPUT)].append(summary)
     return summaries
 

@@ -1,10 +1,16 @@
-"""Spark's Python workers: before its first job on a session the binder checks, with one tiny
-job (a ``mapInArrow`` probe, which classic and Spark Connect sessions both run), that the workers
-can import what streamql runs in them (streamql, pyarrow, pandas); on a cluster it ships streamql
+"""Spark's Python workers: the first Python job a session runs for streamql checks that the
+workers can import what streamql runs in them (streamql and pyarrow; pandas is located, not
+imported, as only some queries need it). A batch run's first Python job is the scan's summary pass,
+whose function runs guarded (``collected``): a worker that cannot import streamql returns that as
+its one row instead of summaries, and the driver raises the ``BindingError`` naming the fix — no
+job of its own. ``check_workers`` does the same with one tiny job (a ``mapInArrow`` probe, which
+classic and Spark Connect sessions both run), for the paths whose first job is not a summary
+(``Binder.start``) and to diagnose a guarded job that failed. On a cluster either ships streamql
 to the executors itself when only streamql is missing (``addPyFile`` on a classic session,
 ``addArtifacts(..., pyfile=True)`` on a Spark Connect one).
 
 >>> check_workers(spark)  # doctest: +SKIP   (raises BindingError naming the fix when they cannot)
+>>> rows = collected(frame, summarize, schema, arrow_schema)  # doctest: +SKIP   (frame.mapInArrow(...).collect())
 """
 from __future__ import annotations
 
@@ -20,8 +26,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import attrs
+import pyarrow as pa
 from streamql.spark.compat import SparkContext  # pyspark-client has none
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 
 from streamql.errors import BindingError
 from streamql.spark.runtime.connect import context_of, is_connect
@@ -31,8 +39,24 @@ from streamql.spark.runtime.jobs import in_job_group
 #: edge matching, user-defined aggregates)
 NEEDED = ("pyarrow", "pandas", "streamql")
 
+#: of ``NEEDED``, what a guarded job only locates (``importlib.util.find_spec``) rather than imports:
+#: the summary pass does not run pandas (only user-defined aggregates' Arrow UDFs do), and importing
+#: it costs a worker process 0.8 s
+LOCATED = ("pandas",)
+
 #: the job group the check's job runs in, so that job counts per group leave it out
 JOB_GROUP = "streamql-worker-check"
+
+#: the column a guarded job's rows carry besides the function's own: null, except on the one row
+#: of a worker that could not import what ``NEEDED`` names (``collected``)
+WORKER = "_streamql_worker"
+_FAILURE = T.StructType([T.StructField("module", T.StringType()), T.StructField("missing", T.StringType()),
+                         T.StructField("error", T.StringType())])
+_WORKER_TYPE = T.StructType([T.StructField("executable", T.StringType()),
+                             T.StructField("failures", T.ArrayType(_FAILURE))])
+_WORKER_ARROW = pa.struct([("executable", pa.string()),
+                           ("failures", pa.list_(pa.struct([("module", pa.string()), ("missing", pa.string()),
+                                                             ("error", pa.string())])))])
 
 
 @attrs.frozen
@@ -87,6 +111,50 @@ def _prober() -> Prober:
     return probe
 
 
+def _guarded(function: Prober, arrow: pa.Schema) -> Prober:
+    """``function`` (a ``mapInArrow`` function returning batches of schema ``arrow``) wrapped so that
+    a worker that cannot import streamql yields one row saying so (``WORKER``; the other columns
+    null) instead of failing the job. The wrapper is sent by value, as the probe (``_prober``), and
+    ``function`` inside it as bytes: unpickling ``function`` imports streamql's modules, which the
+    wrapper does only after it has checked that it can."""
+    from pyspark import cloudpickle  # PySpark's own pickler of functions, on the workers as well
+
+    payload = cloudpickle.dumps(function)  # type: ignore[no-untyped-call]  # PySpark leaves it unannotated
+    needed, located, column, worker_type = NEEDED, LOCATED, WORKER, _WORKER_ARROW
+    guarded_schema = pa.schema([*arrow, pa.field(WORKER, _WORKER_ARROW)])
+
+    def run(batches: Any) -> Any:
+        import importlib
+        import importlib.util
+        import pickle
+        import sys as worker_sys
+
+        import pyarrow
+
+        failed = []
+        for module in needed:
+            try:
+                if module not in located:
+                    importlib.import_module(module)
+                elif importlib.util.find_spec(module) is None:
+                    raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+            except Exception as exc:  # noqa: BLE001 - any failure to import is reported
+                failed.append({"module": module, "missing": getattr(exc, "name", None),
+                               "error": f"{type(exc).__name__}: {exc}"})
+        if failed:
+            for _ in batches:
+                pass
+            report = {column: {"executable": worker_sys.executable, "failures": failed}}
+            yield pyarrow.RecordBatch.from_pylist([report], schema=guarded_schema)
+            return
+        for batch in pickle.loads(payload)(batches):
+            yield pyarrow.RecordBatch.from_arrays(
+                [*batch.columns, pyarrow.nulls(batch.num_rows, worker_type)],
+                schema=guarded_schema)
+
+    return run
+
+
 _checked: dict[str, str | None] = {}  # by SparkContext or Connect session: the check's message, None if it passed
 _lock = threading.Lock()
 
@@ -98,14 +166,67 @@ def check_workers(spark: Any) -> None:
     a SparkContext). On a cluster (a master other than ``local``/``local[N]``) whose workers lack
     only streamql, it ships streamql to them and checks again."""
     session = _session(spark)
-    sc = context_of(session)
-    key = f"{sc.applicationId}/{id(sc)}" if sc is not None else f"connect/{session.session_id}"
+    key = _key(session)
     with _lock:
         if key not in _checked:
             _checked[key] = _check(session)
         outcome = _checked[key]
     if outcome is not None:
         raise BindingError(outcome)
+
+
+def collected(frame: DataFrame, function: Prober, schema: T.StructType, arrow: pa.Schema) -> list[dict[str, Any]]:
+    """``frame.mapInArrow(function, schema).collect()`` as dicts, with the worker check folded in:
+    on a session whose workers were not checked yet, ``function`` (whose batches have the Arrow
+    schema ``arrow``) runs guarded (``_guarded``), and a worker that cannot import streamql raises
+    the ``BindingError`` of ``check_workers`` — or, on a cluster lacking only streamql, has streamql
+    shipped to it, and the job runs again. A guarded job that fails is diagnosed by
+    ``check_workers``' probe (a worker that does not start, or has no pyarrow, fails any job): its
+    ``BindingError``, else the job's own error. A job that returns no rows checked nothing."""
+    spark = frame.sparkSession
+    key = _key(spark)
+    with _lock:
+        known = key in _checked
+        outcome = _checked.get(key)
+    if outcome is not None:
+        raise BindingError(outcome)
+    if known:
+        return [row.asDict() for row in frame.mapInArrow(function, schema).collect()]
+    try:
+        rows = frame.mapInArrow(_guarded(function, arrow),
+                                T.StructType([*schema.fields, T.StructField(WORKER, _WORKER_TYPE)])).collect()
+    except Exception:
+        check_workers(spark)  # the BindingError naming the fix, where the workers are at fault
+        raise
+    reports = [row[WORKER] for row in rows if row[WORKER] is not None]
+    if not reports:
+        if rows:
+            with _lock:
+                _checked.setdefault(key, None)
+        return [{name: value for name, value in row.asDict().items() if name != WORKER} for row in rows]
+    probe = Probe(reports[0]["executable"],
+                  tuple(Failure(f["module"], f["missing"], f["error"]) for f in reports[0]["failures"]))
+    with _lock:
+        if key not in _checked:
+            _checked[key] = _judged(spark, probe)
+        outcome = _checked[key]
+    if outcome is not None:
+        raise BindingError(outcome)
+    return [row.asDict() for row in frame.mapInArrow(function, schema).collect()]  # streamql shipped: again
+
+
+def passed(spark: Any) -> bool:
+    """Whether the workers of ``spark``'s SparkContext (a Spark Connect session: of the session)
+    were checked and import what streamql runs in them."""
+    session = _session(spark)
+    with _lock:
+        return _checked.get(_key(session), "unchecked") is None
+
+
+def _key(session: Any) -> str:
+    """What the check's outcome is cached by: the SparkContext, or the Spark Connect session."""
+    sc = context_of(session)
+    return f"{sc.applicationId}/{id(sc)}" if sc is not None else f"connect/{session.session_id}"
 
 
 def _session(spark: Any) -> Any:
@@ -121,6 +242,13 @@ def _check(spark: Any) -> str | None:
         probe = run_probe(spark)
     except Exception as exc:  # noqa: BLE001 - the workers did not run: say so, with Spark's reason
         return _message(spark, None, f"Spark's Python workers did not run ({_reason(exc)})")
+    return _judged(spark, probe)
+
+
+def _judged(spark: Any, probe: Probe) -> str | None:
+    """What a worker's report (``probe``) means: None if it imports everything, else the error
+    message — on a cluster whose workers lack only streamql, after shipping streamql to them and
+    probing again."""
     if not probe.failures:
         return None
     if not (_only_streamql_missing(probe) and not is_local(_master(spark))):

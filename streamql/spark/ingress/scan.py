@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamql.advance_time import AdvanceTimePolicy
-from streamql.errors import BadInputError
+from streamql.errors import BadInputError, BindingError
 from streamql.events import Shape
 from streamql.query.joins import FLUSHED
 from streamql.spark.base.columns import (ACTION, ARRIVAL, BAD, CLOSED, END, HEAD, KIND, LATE_ARRIVAL, MOVED_TO, SEQ,
@@ -746,6 +746,13 @@ def _walk_simulating(s: Summarized, initial: scan.ScanState) -> tuple[_Walk, _Si
             _simulate_units(walk.pending, s.settings, tabled), _SIMULATION_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(simulated)
         outcomes, rows = _outcomes(simulated)
+        if exact not in {unit for unit, _ in outcomes}:
+            # the unit has no rows in this job: the source's partitions are not those the summary
+            # pass saw (a source whose partitions change from job to job); walking again would loop
+            raise BindingError(f"input {s.b.node.name!r}: its DataFrame's partitions changed between two Spark jobs "
+                               f"(scan unit {exact} of the summary pass has no rows now); streamql numbers rows by "
+                               "partition and needs the same partitions in every job: checkpoint the DataFrame "
+                               "(localCheckpoint) or read it from files or a table")
         for unit, outcome in outcomes:
             state = walk.pending[unit]
             decisions = simulated.filter((F.col("record") == 1)

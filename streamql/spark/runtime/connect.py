@@ -100,7 +100,7 @@ def with_stable_partitions(df: DataFrame) -> DataFrame:
     Connect runs some plans over such a relation in one partition and others in several. A
     checkpoint fixes them (one small job: the data came from the client)."""
     if is_connect(df.sparkSession) and _reads_local_relation(getattr(df, "_plan", None)):
-        if not hasattr(df, "localCheckpoint"):
+        if getattr(type(df), "localCheckpoint", None) is None:  # 3.5's raises NOT_IMPLEMENTED from __getattr__
             # PySpark 3.5's Spark Connect DataFrame has no localCheckpoint: one partition, the
             # rows in the order the client sent them, in every plan (rows sent by a client are few)
             return df.coalesce(1)
@@ -115,7 +115,8 @@ def _reads_local_relation(plan: object) -> bool:
     stack = [plan]
     while stack:
         node = stack.pop()
-        if node is None or id(node) in seen or not hasattr(node, "_root_plan_id"):
+        # a plan node of the client (``_root_plan_id`` from PySpark 4.0, ``_plan_id`` in 3.5)
+        if node is None or id(node) in seen or not (hasattr(node, "_root_plan_id") or hasattr(node, "_plan_id")):
             continue
         seen.add(id(node))
         if "LocalRelation" in type(node).__name__:

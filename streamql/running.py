@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 import warnings
+from contextlib import ExitStack
 from typing import Any, Generic, Mapping, TypeVar, cast
 
 import attrs
@@ -53,6 +54,7 @@ from streamql.spark.runtime.connect import AnySession, is_connect
 from streamql.spark.runtime.delta import DELTA, app_id, append_once
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.jobs import counting_jobs
+from streamql.spark.runtime.phases import phase, recording
 from streamql.spark.base.schema import spark_type
 from streamql.spark.base.columns import START
 from streamql.time import from_micros, to_micros
@@ -90,6 +92,10 @@ class Progress:
     #: per partitioned input (``bind(..., partition=)``), each declared partition's current CTI
     #: (datetime, or None); ``input_ctis`` holds the input's, the least of them
     partition_ctis: Mapping[str, Mapping[int | str, Any]] = attrs.field(factory=dict)
+    #: where the step's time went, per phase in the order they first ran: (own wall seconds, Spark
+    #: jobs; None on Spark Connect) — only while ``RunningQuery.record_phases`` is on, else empty;
+    #: ``other`` is what ran outside every named phase
+    phases: Mapping[str, tuple[float, int | None]] = attrs.field(factory=dict)
 
 
 def _time(micros: int | None) -> Any:
@@ -115,6 +121,7 @@ def _progress_of(text: str) -> Progress:
     fields["arrival_went_back"] = {k: ArrivalWentBack(**v) for k, v in fields.get("arrival_went_back", {}).items()}
     fields["partition_ctis"] = {k: {value: None if v is None else from_micros(v) for value, v in pairs}
                                 for k, pairs in fields.get("partition_ctis", {}).items()}
+    fields["phases"] = {k: (v[0], v[1]) for k, v in fields.get("phases", {}).items()}
     return Progress(**fields)
 
 
@@ -223,23 +230,24 @@ class _Query:
         return any(s is not None and s.generation is not None and s.generation.flush for s in settings)
 
     def run(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool, session: SparkSession,
-            scanned: Mapping[str, Ingress] | None = None) -> Progress:
+            scanned: Mapping[str, Ingress] | None = None, record_phases: bool = False) -> Progress:
         """One step in ``session``: writes what it releases to the sink, its EDGE output to the feed,
-        then commits its state. ``scanned``: the new rows scanned already, for several queries."""
+        then commits its state. ``scanned``: the new rows scanned already, for several queries;
+        ``record_phases``: record where its time goes (``Progress.phases``)."""
         began = time.time()
-        with counting_jobs(self.spark, f"streamql: {self.name}, micro-batch {batch}") as jobs:
-            try:
-                committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
-            except StreamqlError:
-                raise
-            except Exception:
-                if not self.store.in_memory(carried):
-                    raise
-                # the state in memory is gone (an executor lost with its blocks): the step again from
-                # the committed files, as after a crash (what it published already stays as it is)
-                self.store.forget()
-                carried = self.store.load(carried.state.batch, session)
-                committed, rows, outcome, count = self._step(carried, new, batch, final, session, scanned)
+        with ExitStack() as recorded:
+            # the step's phases recorded in this (the streaming) thread: a recording is a context
+            # variable of the thread that runs the step
+            phases = recorded.enter_context(recording(self.spark)) if record_phases else None
+            with counting_jobs(self.spark, f"streamql: {self.name}, micro-batch {batch}") as jobs:
+                committed, rows, outcome, count = self._step_once(carried, new, batch, final, session, scanned)
+        seconds = time.time() - began
+        # the jobs outside every phase ran in the micro-batch's job group, each phase's in its own
+        step_jobs = jobs.jobs if phases is None or jobs.jobs is None or phases.jobs is None else jobs.jobs + phases.jobs
+        by_phase: dict[str, tuple[float, int | None]] = {}
+        if phases is not None:
+            by_phase = {p.name: (p.seconds, jobs.jobs if p.name == "other" else p.jobs)
+                        for p in phases.by_name.values()}
         state = committed.state
         for name, back in sorted(outcome.arrival_went_back.items()):
             b = self.plan.bindings[name]
@@ -266,15 +274,32 @@ class _Query:
             input_ctis={name: _time(least_cti(tuple(cs))) for name, cs in ctis.items()},
             output_cti=None if state.out_cti is None else from_micros(state.out_cti),
             dropped=state.dropped, adjusted=state.adjusted, bad_rows=state.bad_rows, state_rows=rows,
-            started=began, seconds=time.time() - began, query=self.name, jobs=jobs.jobs,
+            started=began, seconds=seconds, query=self.name, jobs=step_jobs, phases=by_phase,
             arrival_went_back={self.plan.bindings[n].name: back for n, back in outcome.arrival_went_back.items()},
             partition_ctis=partition_ctis)
+
+    def _step_once(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool,
+                   session: SparkSession, scanned: Mapping[str, Ingress] | None) -> tuple[Carried, int, Step, int]:
+        """``_step``, once more from the committed files if the state in memory is gone."""
+        try:
+            return self._step(carried, new, batch, final, session, scanned)
+        except StreamqlError:
+            raise
+        except Exception:
+            if not self.store.in_memory(carried):
+                raise
+            # the state in memory is gone (an executor lost with its blocks): the step again from
+            # the committed files, as after a crash (what it published already stays as it is)
+            self.store.forget()
+            carried = self.store.load(carried.state.batch, session)
+            return self._step(carried, new, batch, final, session, scanned)
 
     def _step(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool, session: SparkSession,
               scanned: Mapping[str, Ingress] | None) -> tuple[Carried, int, Step, int]:
         """The step's jobs: its scan's, one that writes the sink (and computes the step's output),
         one that writes the feed (if any), one that writes the state."""
-        outcome: Step = step(session, self.plan, carried, new, batch, final=final, scanned=scanned)
+        with phase("step plan"):  # the lazy plan of the step (its scan's and range borders' jobs apart)
+            outcome: Step = step(session, self.plan, carried, new, batch, final=final, scanned=scanned)
         try:
             payload = self.plan.payload
             observed = outcome.observed()
@@ -283,24 +308,31 @@ class _Query:
                 # one idempotent Delta commit (txnAppId, txnVersion = the micro-batch) if it released
                 # anything; staged in the checkpoint, the write that computes the step
                 appended = sink_columns(released, self.output, payload).withColumn(MICRO_BATCH, F.lit(batch))
-                append_once(appended, self.sink, f"{self.store.root}/_staging", self.delta_app, batch, self.files,
-                            keep=lambda: observed.rows(self.output) > 0)
+                with phase("sink write"):
+                    append_once(appended, self.sink, f"{self.store.root}/_staging", self.delta_app, batch,
+                                self.files, keep=lambda: observed.rows(self.output) > 0)
             else:
                 # staged in the sink's hidden ``_staging`` directory, which batch readers skip; written
                 # even when empty (the write computes the step), published only when it is not
-                self.files.publish(sink_columns(released, self.output, payload),
-                                   f"{self.sink}/{MICRO_BATCH}={batch}", self.format, f"{self.sink}/_staging",
-                                   self.options, keep=lambda: observed.rows(self.output) > 0)
+                with phase("sink write"):
+                    self.files.publish(sink_columns(released, self.output, payload),
+                                       f"{self.sink}/{MICRO_BATCH}={batch}", self.format, f"{self.sink}/_staging",
+                                       self.options, keep=lambda: observed.rows(self.output) > 0)
             if self.feed is not None:
                 edges = observed.frames[Shape.EDGE]
                 cti = outcome.out_cti
                 # staged outside the feed: its readers list the directory as it grows
-                self.files.publish(feed_columns(edges, cti, payload, batch, session),
-                                   f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging",
-                                   keep=lambda: cti != carried.state.out_cti or observed.rows(Shape.EDGE) > 0)
+                with phase("feed write"):
+                    self.files.publish(feed_columns(edges, cti, payload, batch, session),
+                                       f"{self.feed}/{MICRO_BATCH}={batch}", "parquet", f"{self.store.root}/_staging",
+                                       keep=lambda: cti != carried.state.out_cti or observed.rows(Shape.EDGE) > 0)
             if self.late_sink is not None:
-                self._publish_late(outcome, batch)
-            committed, rows = self.store.commit(outcome.carry(observed))
+                with phase("late write"):
+                    self._publish_late(outcome, batch)
+            with phase("carry"):  # the state to carry: the retention floors' jobs are phases of their own
+                carrying = outcome.carry(observed)
+            with phase("state write"):
+                committed, rows = self.store.commit(carrying)
         finally:
             outcome.unpersist()
         return committed, rows, outcome, observed.rows(self.output)
@@ -348,6 +380,8 @@ class _Runner:
         self.many = many  # started with start_many: as_stream and result need a query's name
         self.lock = threading.Lock()
         self.progress: list[Progress] = []
+        #: record each step's phases (``RunningQuery.record_phases``); off: no recording at all
+        self.record_phases = False
         # on Spark Connect the micro-batches run on the server (foreachBatch there): each step's
         # record goes to <query root>/progress/<run>/, which ``records`` reads
         self.connect = is_connect(spark)
@@ -470,7 +504,7 @@ class _Runner:
         scanned = self._scan_once(due, carried, new, final, session) if len(due) > 1 else None
         try:
             for query, before in zip(due, carried):
-                record = query.run(before, new, batch, final, session, scanned)
+                record = query.run(before, new, batch, final, session, scanned, self.record_phases)
                 self.progress.append(record)
                 if self.connect:
                     query.files.write_text(f"{query.store.root}/progress/{self.run_id}/{batch:020d}-{query.name}.json",
@@ -547,6 +581,18 @@ class RunningQuery(Generic[T]):
         """One record per micro-batch this process ran, oldest first (``start_many``: one per
         micro-batch and query, ``Progress.query`` naming it)."""
         return self._runner.records()
+
+    def record_phases(self, on: bool = True) -> None:
+        """From the next micro-batch on, record where each step's time goes: ``Progress.phases``
+        holds its wall seconds and Spark jobs per phase (the scan's passes, the sink's write, the
+        retention floors, the state's write, ...; ``streamql.spark.runtime.phases``). Off by
+        default: each phase then runs its jobs in a job group of its own, which costs a little.
+
+        >>> running.record_phases(); running.process_all_available()  # doctest: +SKIP
+        >>> running.last_progress.phases["state write"]                 # doctest: +SKIP
+        (0.41, 1)
+        """
+        self._runner.record_phases = on
 
     @property
     def last_progress(self) -> Progress | None:

@@ -221,3 +221,27 @@ def test_a_running_query_of_forty_operators_over_another_releases_what_the_compo
     expected = sq.Binder(spark).bind(READINGS, static(spark, data), start="ts", advance_time=EVERY_4).collect(composed)
     assert expected and sink_rows(spark, tmp_path / "out2") == batch_rows(expected)
     assert second.result().final_cti == sq.INFINITY
+
+
+def test_recorded_phases_account_for_each_step_s_jobs_and_are_off_by_default(spark: SparkSession,
+                                                                              tmp_path: Path) -> None:
+    if is_connect(spark):  # the runner went to the server when the query started
+        pytest.skip("record_phases reaches steps that run in this process (a classic session)")
+    data = rows(0, 20)
+    source = tmp_path / "in"
+    put(source, 0, data[:10])
+    running = sq.Binder(spark).bind(READINGS, spark.readStream.schema(SCHEMA).json(str(source)), start="ts",
+                                    advance_time=EVERY_4).start(averages(READINGS), sink=str(tmp_path / "out"),
+                                                                checkpoint=str(tmp_path / "ck"))
+    running.process_all_available()
+    running.record_phases()
+    put(source, 1, data[10:])
+    running.process_all_available()
+    running.stop(flush=False)
+    off, on = running.progress
+    assert off.phases == {}
+    # the phases of a live step, and every job it ran charged to exactly one of them
+    assert {"scan summary", "compile", "sink write", "retention floors", "state write", "other"} <= set(on.phases)
+    assert on.phases["sink write"][1] == on.phases["state write"][1] == 1
+    assert on.jobs == sum(jobs or 0 for _, jobs in on.phases.values()) and on.jobs == off.jobs
+    assert 0 < sum(seconds for seconds, _ in on.phases.values()) <= on.seconds

@@ -44,6 +44,7 @@ from streamql.spark.operators.release import release
 from streamql.spark.windows.esper import batch_offsets
 from streamql.spark.streaming.retention import CountedBatch, Floor, counted_batches, floors, offsets_after
 from streamql.spark.windows.hopping import WINDOW, formed_windows, window_members
+from streamql.spark.runtime.phases import phase
 from streamql.spark.streaming.state import Carried, InputState, RunState, observed_metrics
 from streamql.spark.streaming.partials import PARTIALS, incremental_window, merge_columns, result_columns, \
     row_partials
@@ -166,7 +167,8 @@ class Step:
         if least is None and self.out_cti is None:
             least = {"unstable": None, "reaching": None}  # no output CTI: the floors stay where they are
         elif least is None:
-            row = self.candidates.agg(*_least()).first()
+            with phase("least starts"):
+                row = self.candidates.agg(*_least()).first()
             least = {"unstable": None, "reaching": None} if row is None else row.asDict()
         return self.make_carried((least["unstable"], least["reaching"]),
                                  {shape: observed.rows(shape) for shape in observed.counts})
@@ -287,9 +289,10 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
     read = inputs_of(plan.query)
     persisted: list[DataFrame] = []
     if scanned is None:
-        ingresses = scan_new_rows(spark, plan.bindings, plan.static,
-                                  {name: carried.state.inputs.get(name, InputState()) for name in plan.scanned}, new,
-                                  final)
+        with phase("scan"):
+            ingresses = scan_new_rows(spark, plan.bindings, plan.static,
+                                      {name: carried.state.inputs.get(name, InputState()) for name in plan.scanned},
+                                      new, final)
         persisted += [df for ingress in ingresses.values() for df in ingress.persisted]
     else:
         ingresses = dict(scanned)
@@ -450,7 +453,7 @@ def _plan_step(plan: Plan, carried: Carried, batch: int, inputs: Mapping[str, _I
     # the count dropped (their offsets, carried with the state)
     counted = counted_batches(plan.query)
     offsets = {node: carried.partials.get(c.name) for node, c in counted.items()}
-    with batch_offsets(offsets):
+    with batch_offsets(offsets), phase("compile"):
         output = compile_node(plan.query, flows)
     out = output.frame.persist(StorageLevel.MEMORY_AND_DISK)
     # what ends before the previous output floor may be wrong (its inputs are gone) and was released
@@ -482,7 +485,7 @@ def _carried_after_plan(least: Least, counts: Mapping[Shape, int], *, plan: Plan
     retention floor, the released sets (``_released_sets``) and the counted length batches'
     offsets."""
     out_floor, keep_floor = _output_floors(before.state, out_cti, least)
-    with batch_offsets(offsets):
+    with batch_offsets(offsets), phase("retention floors"):
         retention, offsets_now = offsets_after(counted, floors(plan.query, out_floor, flows), flows, offsets)
     states = {name: attrs.evolve(i.state, floor=retention.get(name)) for name, i in inputs.items()}
     kept = {name: _ending_from(i.accepted, retention.get(name)) for name, i in inputs.items()}

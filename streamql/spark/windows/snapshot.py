@@ -63,6 +63,7 @@ from streamql.spark.base.sketches import Sketches
 from streamql.spark.base.sketches import quantiles as sketched_quantiles
 from streamql.spark.operators.flow import GROUP_CTI, GroupCtis
 from streamql.spark.runtime.connect import parallelism as session_parallelism
+from streamql.spark.runtime.phases import phase
 from streamql.time import INFINITY_MICROS, MAX_MICROS
 
 #: the sweep partition: ``struct(keys)`` for a grouped window, the range's index for an ungrouped one
@@ -153,8 +154,12 @@ def range_borders(frame: DataFrame, ranges: int, starts: Sketches | None = None)
     if ranges <= 1:
         return []
     probabilities = [k / ranges for k in range(1, ranges)]
-    quantiles = (sketched_quantiles(starts, probabilities) if starts is not None
-                 else frame.approxQuantile(START, probabilities, 1 / (4 * ranges)))
+    quantiles: Sequence[float | None]
+    if starts is not None:
+        quantiles = sketched_quantiles(starts, probabilities)
+    else:
+        with phase("range borders"):
+            quantiles = frame.approxQuantile(START, probabilities, 1 / (4 * ranges))
     # doubles come back: any finite longs will do as borders (INFINITY is an endpoint, not a border)
     return sorted({min(max(int(q), _LONG_MIN + 1), MAX_MICROS) for q in quantiles if q is not None})
 

@@ -46,22 +46,48 @@ def entering(draw: st.DrawFn) -> scan.ScanState:
     return scan.ScanState(cti, draw(st.integers(0, 20)), max_start, scan.NONE)
 
 
-@pytest.mark.parametrize("window", [4, 1 << 16])
+@pytest.mark.parametrize(("window", "guesses"), [(4, 4), (1 << 16, 4), (1 << 16, 1), (1 << 16, 2)])
 @settings(deadline=None, max_examples=examples(300))
 @given(rows=unit_rows(), state=entering(), every=st.sampled_from([None, 1, 2, 3, 5, 20]),
        delay=st.sampled_from([0, 2, 7, -1]), adjust=st.booleans())
-def test_the_windows_are_the_rule_row_by_row(window: int, rows: Unit, state: scan.ScanState, every: int | None,
-                                             delay: int, adjust: bool) -> None:
+def test_the_windows_are_the_rule_row_by_row(window: int, guesses: int, rows: Unit, state: scan.ScanState,
+                                             every: int | None, delay: int, adjust: bool) -> None:
+    """Also with one or two guesses a window: then most windows end unsettled, and some with their
+    guesses differing in the last row only (``test_a_window_whose_last_guess_differs_in_its_last_row``)."""
     at = scan.ScanSettings(every_events=every, every=None, delay=delay, adjust=adjust)
     expected = scan.simulate_stepped(*rows, state, at)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(scan, "FIRST_WINDOW", window)
+        patch.setattr(scan, "GUESSES", guesses)
         patch.setattr(scan, "STEPPED_ROWS", 3)
         got = scan.simulate(*rows, state, at)
     assert got.decisions == expected.decisions
     assert got.state == expected.state
     assert got.cti_changes == expected.cti_changes
     assert (got.dropped, got.adjusted) == (expected.dropped, expected.adjusted)
+
+
+def test_a_window_whose_last_guess_differs_in_its_last_row() -> None:
+    """Found by the deep tier (an Esper property test, DROP, a CTI every 2 events, delay 2): after
+    its four guesses the window's CTIs differed in its last row only. Every row was then exact, but
+    the decisions were still those of the previous guess, which put the CTI 16058 before the last
+    event (16044) and dropped it. The rule: the five first events are late for the entering CTI
+    15500 and the one at 16039 for the CTI 16040, so the event at 16060 is the 29th (it generates
+    nothing) and the one at 16044 the 30th, which is accepted and generates 16058 itself."""
+    starts = np.array([15000, 15001, 15002, 15002, 15000, 16010, 16034, 16034, 16042, 16036, 16039, 16060, 16044],
+                      np.int64)
+    ends = np.array([15005, 15002, 15008, 15004, 15005, 16016, 16040, 16036, 16044, 16038, 16043, 16064, 16046],
+                    np.int64)
+    kinds, seqs = np.zeros(len(starts), np.int64), np.arange(len(starts), dtype=np.int64)
+    at = scan.ScanSettings(every_events=2, every=None, delay=2, adjust=False)
+    state = scan.ScanState(cti=15500, count=23, max_start=15003)
+    got = scan.simulate(kinds, starts, ends, seqs, state, at)
+    dropped = [(0, 15500), (1, 15500), (2, 15500), (3, 15500), (4, 15500), (10, 16040)]
+    assert got.decisions == [(seq, scan.DROP, cti) for seq, cti in dropped]
+    # rows 5, 7, 9 and 12 are the 24th, 26th, 28th and 30th events: their greatest starts less 2
+    assert got.cti_changes == [(5, 16008), (7, 16032), (9, 16040), (12, 16058)]
+    assert got.state == scan.ScanState(cti=16058, count=30, max_start=16060)
+    assert got == scan.simulate_stepped(kinds, starts, ends, seqs, state, at)
 
 
 def test_late_events_far_behind_settle_in_whole_windows() -> None:

@@ -577,18 +577,20 @@ def simulate(kinds: np.ndarray, starts: np.ndarray, ends: np.ndarray, seqs: np.n
         hi = min(n, lo + window)
         k, s, e, c = kinds[lo:hi], starts[lo:hi], ends[lo:hi], checked[lo:hi]
         guess = np.full(hi - lo, NONE, np.int64)
-        exact = 0
+        exact, converged = 0, False
         for _ in range(GUESSES):
             action, after, accepted, greatest = _window(k, s, e, c, guess, state, settings)
             before = np.concatenate([[state.cti], after[:-1]])
             differ = np.flatnonzero(before != guess)
             if not len(differ):
-                exact = hi - lo
+                exact, converged = hi - lo, True
                 break
             exact = int(differ[0]) + 1  # rows before the first difference were exact, so is its own CTI
             guess = before
-        if exact < hi - lo:
-            # the rows up to the first difference, again from their exact CTIs
+        if not converged:
+            # the rows up to the first difference, again from their exact CTIs (all of the window's
+            # rows where the last guess differed in its last row only: the arrays above were
+            # computed from the guess before, which was wrong there)
             guess = guess[:exact]
             action, after, accepted, greatest = _window(k[:exact], s[:exact], e[:exact], c[:exact], guess, state,
                                                         settings)

@@ -169,7 +169,6 @@ def test_seed_001_generation_counts_start_edges_only(spark: SparkSession) -> Non
     assert result.events == [ev(1, 10, "a")]
 
 
-@pytest.mark.slow  # 7-11 s of Spark jobs: the deep tier (tests/support/depth.py)
 def test_seed_001_late_end_edge_drop_leaves_the_event_open(spark: SparkSession) -> None:
     items: list[InputItem[Signal]] = [a(1), sq.StartEdge(t(8), Signal("b")), sq.EndEdge(t(1), t(5), Signal("a"))]
     result = run_both(spark, items, every_event(DROP))
@@ -277,7 +276,6 @@ def test_ignored_end_edges_leave_duplicate_start_edges_to_later_end_edges(spark:
     assert (result.dropped, result.bad_rows) == (2, 0)
 
 
-@pytest.mark.slow  # 7-11 s of Spark jobs: the deep tier (tests/support/depth.py)
 def test_late_end_edge_without_an_open_start_edge_is_an_unmatched_end_edge(spark: SparkSession) -> None:
     # a closes at 20; E(12, 14) comes after the CTI 15 and finds no open start edge: not ignored
     # but unmatched (bad input), like any end edge without an open start edge
@@ -349,7 +347,6 @@ def test_start_edge_moved_to_the_cti_is_not_stable_while_open(spark: SparkSessio
         edge(START, 5, 5, "a")]
 
 
-@pytest.mark.slow  # 7-11 s of Spark jobs: the deep tier (tests/support/depth.py)
 def test_start_edge_moved_to_the_cti_is_stable_once_closed_or_passed(spark: SparkSession) -> None:
     moved: list[InputItem[Signal]] = [a(5), sq.Cti(t(6)), sq.StartEdge(t(1), Signal("b"))]
     latest = SIGNAL.keep_last(1)
@@ -366,7 +363,6 @@ def test_start_edge_moved_to_the_cti_is_stable_once_closed_or_passed(spark: Spar
         edge(START, 5, 5, "a"), edge(END, 6, 5, "a"), edge(START, 6, 6, "b")]
 
 
-@pytest.mark.slow  # 7-11 s of Spark jobs: the deep tier (tests/support/depth.py)
 def test_arrival_column_orders_shuffled_edges(spark: SparkSession) -> None:
     items: list[InputItem[P]] = [
         sq.StartEdge(1, P(1, 1, "a", None)), sq.StartEdge(4, P(2, 2, "b", 1)), sq.Cti(4),
@@ -384,7 +380,6 @@ def test_arrival_column_orders_shuffled_edges(spark: SparkSession) -> None:
         assert actual.dropped == (2 if policy is DROP else 0) and actual.adjusted == (0 if policy is DROP else 2)
 
 
-@pytest.mark.slow  # 7-11 s of Spark jobs: the deep tier (tests/support/depth.py)
 def test_edge_input_importing_ctis_and_as_the_cti_source(spark: SparkSession) -> None:
     points = sq.input("data", Signal, shape=sq.Shape.POINT)
     edges = sq.input("edges", Signal, shape=sq.Shape.EDGE)

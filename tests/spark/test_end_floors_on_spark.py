@@ -94,13 +94,7 @@ EXAMPLES = [
 ]
 
 
-#: the examples whose Spark run costs 7 s or more on two cores run in the deep tier only (the README's
-#: test command stays within ten minutes): the default tier keeps one
-KEPT_IN_THE_DEFAULT_TIER = "the floor moves with the end"
-
-
-@pytest.mark.parametrize("name,q,sides,released,final_cti", [
-    pytest.param(*e, id=e[0], marks=[] if e[0] == KEPT_IN_THE_DEFAULT_TIER else [pytest.mark.slow]) for e in EXAMPLES])
+@pytest.mark.parametrize("name,q,sides,released,final_cti", EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_end_floor_decides_the_release(spark: SparkSession, name: str, q: sq.Stream[Any], sides: list[Side],
                                        released: list[tuple[int, int, KV]], final_cti: int) -> None:
     (expected, actual), (expected_edges, actual_edges) = run_both(spark, q, sides, sq.Shape.INTERVAL, sq.Shape.EDGE)

@@ -2,11 +2,7 @@
 
 Two tiers, by pytest's own means:
 
-- the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test
-  (but the Spark runs of the costliest hand-worked cases, 5 s or more each on two cores, which are
-  marked ``slow``: the release cases of tests/support/release_cases.py flagged ``deep``, most end
-  floor examples and a few edge cases; each still runs in the default tier on the reference
-  evaluator or beside a cheaper case of its kind, so that the command stays within ten minutes),
+- the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test,
   the examples, the documentation, a Structured Streaming smoke test and a few examples of every
   property test (a fifth of its standard count ``n``, at least 2, or 1 for a micro-batch test; half
   that, at least one, for a Spark property test), and

@@ -62,9 +62,7 @@ class Case:
     adjusted: int = 0
     #: on Spark, inputs with arrival columns (one clock, as the reference's list positions)
     arrival: bool = False
-    #: on Spark, in the deep tier only: the cases whose Spark run costs 5 s or more on two cores (the
-    #: README's test command stays within ten minutes); every case runs on the reference evaluator in
-    #: the default tier
+    #: on Spark, in the deep tier only (its Spark jobs cost several seconds more than most cases')
     deep: bool = False
 
     def streams(self) -> dict[str, sq.Stream[Any]]:
@@ -117,8 +115,7 @@ CASES = [
          lambda s: s["in0"].union(s["in1"]).clip(s["in1"], on=lambda l, r: l.v != r.v),
          {"in0": Side(sq.Shape.EDGE, [sq.Cti(6)]),
           "in1": Side(sq.Shape.EDGE, [sq.StartEdge(-4, v0), sq.StartEdge(7, v6)], gen(1))},
-         V, interval=[(-4, 7, v0)], edges=[(START, -4, -4, v0), (END, 7, -4, v0)],
-         points=[(-4, v0)], final_cti=6, deep=True),
+         V, interval=[(-4, 7, v0)], edges=[(START, -4, -4, v0), (END, 7, -4, v0)], points=[(-4, v0)], final_cti=6),
     # 3. in1 (EDGE, a CTI every 2 events, 1 behind): S(-3, v0), S(6, v1), S(5, v1) — CTI 5 after
     # the second; in0 (EDGE, a CTI after every event, flush): S(5, v2). keep_last(3) then
     # keep_last(1): v0 lives [-3, 5) until the start at 5 — whose start is not stable yet (5 is not
@@ -128,15 +125,13 @@ CASES = [
          lambda s: s["in1"].keep_last(3).keep_last(1).clip(s["in0"], on=lambda l, r: l.v != r.v),
          {"in1": Side(sq.Shape.EDGE, [sq.StartEdge(-3, v0), sq.StartEdge(6, v1), sq.StartEdge(5, v1)], gen(2, 1)),
           "in0": Side(sq.Shape.EDGE, [sq.StartEdge(5, v2)], gen(1, flush=True))},
-         V, interval=[(-3, 5, v0)], edges=[(START, -3, -3, v0), (END, 5, -3, v0)],
-         points=[(-3, v0)], final_cti=5, deep=True),
+         V, interval=[(-3, 5, v0)], edges=[(START, -3, -3, v0), (END, 5, -3, v0)], points=[(-3, v0)], final_cti=5),
     # the same with anti_join: v0's piece before in0's v2 ends at 5 for good
     Case("anti_join by a right start at the left event's unstable end",
          lambda s: s["in1"].keep_last(3).keep_last(1).anti_join(s["in0"], on=lambda l, r: l.v != r.v),
          {"in1": Side(sq.Shape.EDGE, [sq.StartEdge(-3, v0), sq.StartEdge(6, v1), sq.StartEdge(5, v1)], gen(2, 1)),
           "in0": Side(sq.Shape.EDGE, [sq.StartEdge(5, v2)], gen(1, flush=True))},
-         V, interval=[(-3, 5, v0)], edges=[(START, -3, -3, v0), (END, 5, -3, v0)],
-         points=[(-3, v0)], final_cti=5, deep=True),
+         V, interval=[(-3, 5, v0)], edges=[(START, -3, -3, v0), (END, 5, -3, v0)], points=[(-3, v0)], final_cti=5),
     # 4. in0 (POINT, a CTI after every event, flush): Cti(2); in1 (EDGE): S(-4), Cti(19). The
     # union's final CTI is min(19, ∞) = 19: finite, so the open event is open, not never-ending —
     # it is in every window, and the windows of 3 ending by 19 are stable: [-6, -3) … [15, 18)
@@ -166,7 +161,7 @@ CASES = [
           "b": Side(sq.Shape.EDGE, [sq.Cti(3), sq.Cti(9)])},
          V, interval=[(k, k + 3, Count(1)) for k in range(0, 12, 3)],
          edges=[e for k in range(0, 12, 3) for e in ((START, k, k, Count(1)), (END, k + 3, k, Count(1)))],
-         points=[(k, Count(1)) for k in range(0, 12, 3)], final_cti=INFINITY_MICROS, arrival=True, deep=True),
+         points=[(k, Count(1)) for k in range(0, 12, 3)], final_cti=INFINITY_MICROS, arrival=True),
     # issue 23, item 4.3: a derived event keeps its own stream's bound through a union. in1
     # (INTERVAL, a CTI after every event): [0, 4) a, CTI 0, [6, 7) b, CTI 6; in0: only Cti(1).
     # keep_last(2) gives a [0, ∞) — not stable: a second later start may still come — but every
@@ -177,7 +172,7 @@ CASES = [
          lambda s: s["in0"].union(s["in1"].keep_last(2)).join(s["in1"], on=None, select=lambda l, r: V(l.v)),
          {"in0": Side(sq.Shape.INTERVAL, [sq.Cti(1)]),
           "in1": Side(sq.Shape.INTERVAL, [sq.Insert(0, 4, A), sq.Insert(6, 7, B)], gen(1))},
-         V, interval=[(0, 4, A)], edges=[(START, 0, 0, A), (END, 4, 0, A)], points=[(0, A)], final_cti=1, deep=True),
+         V, interval=[(0, 4, A)], edges=[(START, 0, 0, A), (END, 4, 0, A)], points=[(0, A)], final_cti=1),
     # the same through length_batch(2): in1 holds [0, 4) a, [1, 8) b, [8, 9) c (CTIs 0, 1, 8); in0
     # only Cti(2). The batch {a, b} lives [1, ∞) until a second batch fills, whose last start is at
     # or after in1's CTI 8: its end will be 8 or later. Through the union (CTI 2) it keeps that
@@ -190,7 +185,7 @@ CASES = [
          V, interval=[(1, 4, A), (1, 4, A), (1, 8, B), (1, 8, B)],
          edges=[(START, 1, 1, A), (START, 1, 1, A), (START, 1, 1, B), (START, 1, 1, B),
                 (END, 4, 1, A), (END, 4, 1, A), (END, 8, 1, B), (END, 8, 1, B)],
-         points=[(1, A), (1, A), (1, B), (1, B)], final_cti=2, deep=True),
+         points=[(1, A), (1, A), (1, B), (1, B)], final_cti=2),
     # issue 23, item 4.1: the horizon after a multi-stream operator needs the CTI history. "a"
     # (EDGE, importing "b"'s CTIs, one clock): S(-3, a) and b's Cti(0) at position 0, its own
     # Cti(INFINITY) at position 1; "c" (POINT): Cti(9), then the flush. The union's CTI steps are
@@ -205,7 +200,7 @@ CASES = [
           "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
          V, interval=[(k, k + 5, Count(1)) for k in (-5, 0, 5)],
          edges=[e for k in (-5, 0, 5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
-         points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS, arrival=True, deep=True),
+         points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS, arrival=True),
     # ... and when they reach INFINITY together (the flush), no order between them is assumed: "a"
     # has no CTI but the flush, so with "a" last the union has none before INFINITY, with "c" last
     # it has min(INFINITY, 9) = 9. The horizon is the greater, 9, as if a's flush had come first:
@@ -217,7 +212,7 @@ CASES = [
           "c": Side(sq.Shape.POINT, [sq.Cti(9)], gen(100, flush=True))},
          V, interval=[(k, k + 5, Count(1)) for k in (-5, 0, 5)],
          edges=[e for k in (-5, 0, 5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
-         points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS, deep=True),
+         points=[(k, Count(1)) for k in (-5, 0, 5)], final_cti=INFINITY_MICROS),
     # ... and when neither had a finite CTI before the flush, neither order shows one: the horizon
     # is a's start -3, the window at -5 only
     Case("the horizon after a union none of whose inputs had a finite CTI",
@@ -226,7 +221,7 @@ CASES = [
           "c": Side(sq.Shape.POINT, [sq.Insert(-9, -8, B)], gen(100, flush=True))},
          V, interval=[(-10, -5, Count(1)), (-5, 0, Count(1))],
          edges=[e for k in (-10, -5) for e in ((START, k, k, Count(1)), (END, k + 5, k, Count(1)))],
-         points=[(k, Count(1)) for k in (-10, -5)], final_cti=INFINITY_MICROS, deep=True),
+         points=[(k, Count(1)) for k in (-10, -5)], final_cti=INFINITY_MICROS),
     # issue 23, item 4.2: inside group_apply each group has its own CTIs. in (POINT): group a at 0,
     # 2, 5, group b at 1, 8, then Cti(6). count_window(2): a's windows [0, 3) and [2, 6) are stable
     # (last starts 2, 5 < 6) and a's third start 5 has not filled one: a's output CTI is 5; b's
@@ -254,7 +249,7 @@ CASES = [
          {"in": Side(sq.Shape.POINT, [sq.Insert(0, 1, A), sq.Insert(2, 3, A), sq.Insert(5, 6, A),
                                       sq.Insert(1, 2, B), sq.Insert(8, 9, B), sq.Cti(6)])},
          V, interval=[(0, 2, Count(2))], edges=[(START, 0, 0, Count(2)), (END, 2, 0, Count(2))],
-         points=[(0, Count(2))], final_cti=1, deep=True),
+         points=[(0, Count(2))], final_cti=1),
 ]
 
 
@@ -292,7 +287,7 @@ CASES += [
          {"in": Side(sq.Shape.POINT, GROUPS)},
          V, interval=[(0, 2, C2), (2, 5, C2)],
          edges=[(START, 0, 0, C2), (END, 2, 0, C2), (START, 1, 1, C2), (START, 2, 2, C2), (END, 5, 2, C2)],
-         points=[(0, C2), (1, C2), (2, C2)], final_cti=4, deep=True),
+         points=[(0, C2), (1, C2), (2, C2)], final_cti=4),
     # the group's events made 100 long, clipped by the windows' starts: a's [0, 100) is cut at 2
     # and [2, 102) at 5 — made by a window with a stable start, at or before the windows' CTI in a,
     # 7 (not at or before 4): [2, 5) is final. a's [5, 105) and b's [1, 101) (no window starts
@@ -302,7 +297,7 @@ CASES += [
          {"in": Side(sq.Shape.POINT, GROUPS)},
          V, interval=[(0, 2, A), (2, 5, A)],
          edges=[(START, 0, 0, A), (END, 2, 0, A), (START, 1, 1, B), (START, 2, 2, A), (END, 5, 2, A)],
-         points=[(0, A), (1, B), (2, A)], final_cti=4, deep=True),
+         points=[(0, A), (1, B), (2, A)], final_cti=4),
     # the same 100-long events less the windows' first instants (points at 0, 2, 5 in a, 1 in b):
     # a's [0, 100) gives [1, 2), [3, 5), [6, 100), a's [2, 102) gives [3, 5), [6, 102), b's
     # [1, 101) gives [2, 101). The piece ends 2 and 5 are stable window starts at or before a's CTI
@@ -326,7 +321,7 @@ CASES += [
          edges=[(START, 0, 0, C2), (END, 1, 0, C2), (START, 1, 1, C1), (START, 1, 1, C2), (END, 2, 1, C1),
                 (END, 2, 1, C2), (START, 2, 2, C1), (START, 2, 2, Count(3)), (END, 3, 2, Count(3)),
                 (START, 3, 3, C1), (END, 4, 2, C1), (END, 5, 3, C1)],
-         points=[(0, C2), (1, C1), (1, C2), (2, C1), (2, Count(3)), (3, C1)], final_cti=4, deep=True),
+         points=[(0, C2), (1, C1), (1, C2), (2, C1), (2, Count(3)), (3, C1)], final_cti=4),
     # the windows joined with the 100-long events, counted by a snapshot window: the join's CTI in
     # a is min(7, 10) = 7. a's pairs [0, 3), [2, 3), [2, 6) twice, [5, 6), [5, 8) three times,
     # [7, 8): snapshots [0, 2) 1, [2, 3) 4, [3, 5) 2, [5, 6) 5, ...; [3, 5)'s end 5 is at or before
@@ -371,7 +366,7 @@ CASES += [
          V, interval=[(0, 2, C1), (2, 3, C2), (3, 5, C1)],
          edges=[(START, 0, 0, C1), (START, 1, 1, C1), (END, 2, 0, C1), (START, 2, 2, C2), (END, 3, 2, C2),
                 (START, 3, 3, C1), (END, 5, 3, C1)],
-         points=[(0, C1), (1, C1), (2, C2), (3, C1)], final_cti=4, deep=True),
+         points=[(0, C1), (1, C1), (2, C2), (3, C1)], final_cti=4),
 ]
 
 
@@ -401,8 +396,7 @@ CASES += [
          _in_groups(lambda g: g.select(lambda e: Count(2)).followed_by(
              _pairs_of(g), lambda l, r: l.n == r.n, lambda l, r: r, within=us(6)).keep_last(1)),
          {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
-         V, interval=[(2, 7, C2)], edges=[(START, 2, 2, C2), (END, 7, 2, C2)],
-         points=[(2, C2)], final_cti=5, deep=True),
+         V, interval=[(2, 7, C2)], edges=[(START, 2, 2, C2), (END, 7, 2, C2)], points=[(2, C2)], final_cti=5),
     # every event with no window starting less than 1 after it: a's absences at 1, 3, 8, 9, b's at
     # 2, 6. a's absence at 8 is stable (a's right CTI 8 reaches it, the least 5 does not), and a's
     # CTI is min(10 + 1, 8) = 8: keep_last's [3, 8) is final, as [1, 3). b's [2, 6) ends at an
@@ -420,7 +414,7 @@ CASES += [
          {"in": Side(sq.Shape.POINT, PATTERN_GROUPS)},
          V, interval=[(1, 3, C2), (3, 8, C2)],
          edges=[(START, 1, 1, C2), (END, 3, 1, C2), (START, 2, 2, C2), (START, 3, 3, C2), (END, 8, 3, C2)],
-         points=[(1, C2), (2, C2), (3, C2)], final_cti=5, deep=True),
+         points=[(1, C2), (2, C2), (3, C2)], final_cti=5),
 ]
 
 
@@ -445,14 +439,14 @@ CASES += [
           "e": Side(sq.Shape.EDGE, [sq.Cti(0)])},
          V, interval=[(k, k + 1, Count(1)) for k in (0, 1)],
          edges=[e for k in (0, 1) for e in ((START, k, k, Count(1)), (END, k + 1, k, Count(1)))],
-         points=[(k, Count(1)) for k in (0, 1)], final_cti=2, deep=True),
+         points=[(k, Count(1)) for k in (0, 1)], final_cti=2),
     Case("a flush of two inputs at once assumes no order between them",
          _anti_join_windows,
          {"c": Side(sq.Shape.INTERVAL, [sq.Insert(0, INF, A)], gen(1, flush=True)),
           "e": Side(sq.Shape.EDGE, [sq.Cti(0)], gen(100, flush=True))},
          V, interval=[(k, k + 1, Count(1)) for k in (0, 1, 2)],
          edges=[e for k in (0, 1, 2) for e in ((START, k, k, Count(1)), (END, k + 1, k, Count(1)))],
-         points=[(k, Count(1)) for k in (0, 1, 2)], final_cti=INFINITY_MICROS, deep=True),
+         points=[(k, Count(1)) for k in (0, 1, 2)], final_cti=INFINITY_MICROS),
 ]
 
 

@@ -3,7 +3,7 @@ tests/support/depth.py): one Spark run checks them all. These tests pin down the
 what it moves and what it keeps — and that its gaps are wide enough: for the stateless pipelines
 of the Spark property tests over inputs with CTI rows, the reference evaluator's run over the
 packed input, flushed, is the parts' flushed runs, each moved by its offset; and that the example
-counts add up to ten times the standard counts of inputs."""
+counts add up to ``DEPTH`` (five) times the standard counts of inputs."""
 from __future__ import annotations
 
 from typing import Any

@@ -105,7 +105,7 @@ def imported_after_importer(payload: type[Any], shape: sq.Shape, items: Sequence
 def run_in_shapes(binder: sq.Binder, q: sq.Stream[Any], *shapes: sq.Shape) -> list[sq.Result[Any]]:
     """``[binder.run(q, output=s) for s in shapes]`` from one scan of the inputs and one computation
     of the output events: the hand-worked cases check every output shape, each shape's release
-    (``Execution.released``) reading the same events, kept in memory after the first shape's job
+    (``_Execution.released``) reading the same events, kept in memory after the first shape's job
     — the others' jobs plan and run the release alone, not the query again. (Through the binder's
     internals: ``run`` scans and computes once per call.)"""
     from streamql.binder import _collected

@@ -45,7 +45,9 @@ DEFAULT_EVENTS = 1_000_000
 
 
 def child(side: str, row: str, stored: str) -> None:
-    """One session: the row's job twice over the stored input; prints the times as JSON."""
+    """One session: the row's job twice over the stored input (a warmed or workers session first
+    runs the hand-written job, and a workers session then Spark's first Python job); prints the
+    times, streamql's phases and that Python job's time as JSON."""
     spark = rows.session("streamql-first-query")
     case = next(c for c in rows.CASES if c.name == row)
     source = spark.read.parquet(stored)

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
+from support.jvm import TEST_JVM_OPTIONS
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -18,11 +20,6 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (_TESTS, os.path.dirname(_TESTS), os.environ.get("PYTHONPATH")) if p)
 
 
-#: the tests' JVMs compile with the first JIT tier only: a test run plans thousands of small queries
-#: once each, and the optimizing compiler's work does not pay off (a third less CPU for the Spark
-#: property tests here; over the whole default tier both tiers measured within the run-to-run
-#: spread: docs/decisions.md). ``STREAMQL_TEST_JVM`` replaces these options, to measure others
-TEST_JVM_OPTIONS = os.environ.get("STREAMQL_TEST_JVM", "-XX:TieredStopAtLevel=1")
 #: as ``sq.local_session``: no call-site capture per PySpark call (a query builds hundreds of Columns;
 #: each capture is four more round trips to the JVM)
 NO_DATAFRAME_DEBUGGING = ("spark.python.sql.dataFrameDebugging.enabled", "false")

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
-from conftest import NO_DATAFRAME_DEBUGGING, SMALL_QUERIES, TEST_JVM_OPTIONS
+from conftest import NO_DATAFRAME_DEBUGGING, SMALL_QUERIES
 from support.delta_lake import DELTA_SETTINGS, delta_jars
+from support.jvm import TEST_JVM_OPTIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

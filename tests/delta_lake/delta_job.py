@@ -30,13 +30,14 @@ def kill_before_commit(at: int) -> None:
 
 def main(source: str, sink: str, checkpoint: str, kill_at: str) -> None:
     from support.delta_lake import DELTA_SETTINGS, delta_jars
+    from support.jvm import TEST_JVM_OPTIONS
     from delta_lake.test_delta import start
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").config("spark.jars", delta_jars()).config(map=DELTA_SETTINGS)
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")  # as tests/conftest.py
+             .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
              .config("spark.python.sql.dataFrameDebugging.enabled", "false")
              .getOrCreate())
     kill_before_commit(int(kill_at))

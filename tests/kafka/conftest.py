@@ -10,7 +10,8 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-from conftest import NO_DATAFRAME_DEBUGGING, SMALL_QUERIES, TEST_JVM_OPTIONS
+from conftest import NO_DATAFRAME_DEBUGGING, SMALL_QUERIES
+from support.jvm import TEST_JVM_OPTIONS
 from support.kafka_broker import Broker, JarsUnavailable, connector_jars
 
 

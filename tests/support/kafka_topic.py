@@ -116,8 +116,10 @@ def session(jars: Sequence[str], **config: str) -> SparkSession:
 
 
 def main(argv: Sequence[str]) -> None:
+    from support.jvm import TEST_JVM_OPTIONS
+
     bootstrap, topic, sink, late_sink, checkpoint, jars = argv[:6]
-    spark = session(jars.split(","), **{"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"})
+    spark = session(jars.split(","), **{"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS})
     running = bind(spark, read_stream(spark, bootstrap, topic, per_trigger=20)).start(
         QUERY, sink=sink, checkpoint=checkpoint, late_sink=late_sink)
     running.await_termination()

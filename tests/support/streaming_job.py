@@ -48,10 +48,12 @@ def bind(spark: SparkSession, source: str) -> sq.Binder:
 
 
 def main(source: str, sink: str, checkpoint: str) -> None:
+    from support.jvm import TEST_JVM_OPTIONS
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
              .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")  # as tests/conftest.py
+             .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
              .config("spark.python.sql.dataFrameDebugging.enabled", "false")
              .getOrCreate())
     running = bind(spark, source).start(QUERY, sink=sink, checkpoint=checkpoint)

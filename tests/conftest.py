@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
-from support.jvm import TEST_JVM_OPTIONS
+from support.jvm import TEST_DRIVER_MEMORY, TEST_JVM_OPTIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,7 +57,7 @@ def spark() -> Iterator[SparkSession]:
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.memory", "2g")
+            .config("spark.driver.memory", TEST_DRIVER_MEMORY)
             .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
             .config(map=dict(SMALL_QUERIES))
             .getOrCreate()
@@ -71,7 +71,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", TEST_DRIVER_MEMORY)
         .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .config(*NO_DATAFRAME_DEBUGGING)
         .config(map=dict(SMALL_QUERIES))

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import NO_DATAFRAME_DEBUGGING, SMALL_QUERIES
 from support.delta_lake import DELTA_SETTINGS, delta_jars
-from support.jvm import TEST_JVM_OPTIONS
+from support.jvm import TEST_DRIVER_MEMORY, TEST_JVM_OPTIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,7 +29,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", TEST_DRIVER_MEMORY)
         .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .config(*NO_DATAFRAME_DEBUGGING)
         .config(map=dict(SMALL_QUERIES))

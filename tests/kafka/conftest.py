@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from conftest import NO_DATAFRAME_DEBUGGING, SMALL_QUERIES
-from support.jvm import TEST_JVM_OPTIONS
+from support.jvm import TEST_DRIVER_MEMORY, TEST_JVM_OPTIONS
 from support.kafka_broker import Broker, JarsUnavailable, connector_jars
 
 
@@ -39,7 +39,7 @@ def spark(connector: list[str]) -> Iterator[SparkSession]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", TEST_DRIVER_MEMORY)
         .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .config("spark.jars", ",".join(connector))
         .config(*NO_DATAFRAME_DEBUGGING)

@@ -32,7 +32,7 @@ from streamql.spark.operators.flow import Flow, compile_node, input_flow, union_
 from streamql.spark.compat import in_ansi_mode
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.phases import phase
-from streamql.spark.ingress.late import late_frame, late_records, written_columns
+from streamql.spark.ingress.late import Deferred, late_frame, late_records, written_columns
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together
@@ -61,8 +61,9 @@ class _Execution(Generic[T]):
     flows: Mapping[str, Flow] = attrs.field(eq=False)  # the scanned inputs
     #: run with others (``run_many``) as one query grouped by a tag: the flow of them all, and its tag
     tagged: tuple[Flow, int] | None = attrs.field(default=None, eq=False)
-    #: the late records of the inputs the query reads (``streamql.spark.ingress.late``), by input
-    late: Mapping[str, tuple[PayloadSchema, DataFrame]] = attrs.field(factory=dict, eq=False)
+    #: the late records of the inputs the query reads (``streamql.spark.ingress.late``), by input;
+    #: their plans are made only if asked for (``late_records``, ``late_frame``)
+    late: Mapping[str, tuple[PayloadSchema, Deferred]] = attrs.field(factory=dict, eq=False)
 
     def released(self, output: Shape) -> DataFrame:
         return release(self.events, self.cti, output, [f.name for f in self.node.schema.fields])
@@ -78,11 +79,12 @@ class _Execution(Generic[T]):
     def late_records(self) -> list[Late]:
         """The late records of the inputs the query reads, collected (``run(q, late=True)``)."""
         with phase("late records"):
-            records = [r for name, (schema, frame) in self.late.items() for r in late_records(name, schema, frame)]
+            records = [r for name, (schema, deferred) in self.late.items()
+                       for r in late_records(name, schema, deferred.frame)]
         return sorted(records, key=late_order)
 
     def late_frame(self) -> DataFrame:
-        return late_frame(self.late)
+        return late_frame({name: (schema, deferred.frame) for name, (schema, deferred) in self.late.items()})
 
 
 class Binder:
@@ -348,7 +350,8 @@ class Binder:
         for ingress in ingresses.values():
             for df in ingress.persisted:  # recomputed, identically, if the plan needs it again
                 df.unpersist()
-        return late_frame(_late_inputs(read, ingresses))
+        return late_frame({name: (schema, deferred.frame)
+                           for name, (schema, deferred) in _late_inputs(read, ingresses).items()})
 
     @in_ansi_mode
     def collect(self, q: Stream[T]) -> list[Event[T]]:
@@ -506,8 +509,9 @@ def _execution(q: Stream[T], read: Mapping[str, Input], ingresses: Mapping[str, 
 
 
 def _late_inputs(read: Mapping[str, Input], ingresses: Mapping[str, Ingress]
-                 ) -> dict[str, tuple[PayloadSchema, DataFrame]]:
-    """The late records of the inputs ``read``, by name, with their payload schemas."""
+                 ) -> dict[str, tuple[PayloadSchema, Deferred]]:
+    """The late records of the inputs ``read``, by name, with their payload schemas (deferred:
+    ``Deferred``)."""
     late = {}
     for name in sorted(read):
         records = ingresses[name].late

@@ -343,7 +343,8 @@ class _Query:
         any; kept as it is when a repeated micro-batch finds it there)."""
         assert self.late_sink is not None
         frames: dict[str, tuple[PayloadSchema, DataFrame]] = {}
-        for name, frame in sorted(outcome.late.items()):
+        for name, records in sorted(outcome.late.items()):
+            frame = records.frame
             b = self.plan.bindings[name]
             if b.part is not None:  # a partition of a partitioned input: under the input's name
                 frame = with_partition(frame, F.lit(b.part_value).cast(b.source.schema[b.partition or ""].dataType))

@@ -160,6 +160,34 @@ def test_a_late_point_is_recorded_with_the_cti_it_violated(spark: SparkSession) 
     assert binder.run(source).late == []
 
 
+def test_a_run_that_does_not_ask_for_late_records_makes_no_plan_for_them(spark: SparkSession,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # the records' plans are deferred (``late.Deferred``): each DataFrame operation is analysed
+    # over the whole plan on the driver, so a run without ``late=True`` does not build them at all
+    from streamql.spark.ingress import late
+
+    built: list[str] = []
+
+    def recorded(name: str) -> Any:
+        original = getattr(late, name)
+
+        def build(*args: Any) -> Any:
+            built.append(name)
+            return original(*args)
+        return build
+
+    for name in ("bad_rows", "decided_rows"):
+        monkeypatch.setattr(late, name, recorded(name))
+    items = [sq.Insert(10, 11, P(1, 1, "a", None)), sq.Insert(20, 21, P(2, 2, "b", None)),
+             sq.Insert(15, 16, P(3, 3, "c", 7)), sq.Insert(12, 13, P(cast(Any, None), 4, "d", None))]
+    binder, source = points_binder(spark, items, EVERY_2)
+    result = binder.run(source)
+    assert (result.dropped, result.bad_rows, built) == (1, 1, [])
+    records = binder.run(source, late=True).late
+    assert sorted(built) == ["bad_rows", "decided_rows"]
+    assert [(r.action, r.arrival) for r in records] == [("dropped", 2), ("bad_row", 3)]
+
+
 def test_the_late_frame_holds_the_records_with_the_payload_as_a_struct(spark: SparkSession) -> None:
     items = [sq.Insert(10, 11, P(1, 1, "a", None)), sq.Insert(20, 21, P(2, 2, "b", None)),
              sq.Insert(15, 16, P(3, 3, "c", 7)), sq.Insert(12, 13, P(cast(Any, None), 4, "d", None))]

@@ -161,7 +161,7 @@ def test_an_edge_event_late_by_a_micro_batch_that_went_back_says_so_when_it_is_d
     for batch, (first, items) in enumerate(batches):
         rows = frame(spark, P, edge, items, arrival=True, first_arrival=first, seed=batch)
         outcome = step(spark, plan, carried, {"in": rows}, batch, final=batch == len(batches) - 1)
-        records += late_records("in", schema_of(P), outcome.late["in"])
+        records += late_records("in", schema_of(P), outcome.late["in"].frame)
         went_back.append(dict(outcome.arrival_went_back))
         carried = outcome.carried
         outcome.unpersist()

@@ -62,7 +62,7 @@ def records_in_steps(spark: SparkSession, source: sq.Stream[P], shape: sq.Shape,
 
 def counted(outcome: Step, before: Carried) -> list[sq.Late]:
     """The step's records, whose numbers per action are what the step added to the counts."""
-    mine = late_records("in", P_SCHEMA, outcome.late["in"])
+    mine = late_records("in", P_SCHEMA, outcome.late["in"].frame)
     after = outcome.carried.state
     actions = Counter(r.action for r in mine)
     state = before.state

@@ -12,6 +12,7 @@ other inputs) run in one Spark job (``scan.first_passes``).
 """
 from __future__ import annotations
 
+from functools import reduce
 from typing import Mapping, Sequence
 
 import attrs
@@ -21,7 +22,7 @@ from pyspark.sql import functions as F
 from streamql.query.joins import Union, greatest_finite_cti, least_cti
 from streamql.query.nodes import Input, Node
 from streamql.spark.ingress.binding import UNDECLARED, Binding
-from streamql.spark.ingress.late import with_partition
+from streamql.spark.ingress.late import Deferred, with_partition
 from streamql.spark.ingress.scan import Ingress
 
 #: between an input's name and a partition's number in the keys of internal bindings (a NUL: no
@@ -106,17 +107,13 @@ def combined(b: Binding, parts: Mapping[str, Ingress], bindings: Mapping[str, Bi
     finite, reached = greatest_finite_cti(ctis, tuple(i.finite_cti for _, i in declared),
                                           tuple(i.reached for _, i in declared))
     dtype = b.source.schema[b.partition or ""].dataType
-    lates: list[DataFrame] = []
-    for key, i in parts.items():
-        if i.late is not None:
-            part = bindings[key]
-            value = F.lit(part.part_value).cast(dtype)
-            lates.append(with_partition(i.late, value))
-    late = None
-    if len(lates) == len(parts):
-        late = lates[0]
-        for more in lates[1:]:
-            late = late.unionByName(more, allowMissingColumns=True)
+    lates = [(bindings[key].part_value, i.late) for key, i in parts.items() if i.late is not None]
+
+    def late_records() -> DataFrame:
+        frames = [with_partition(records.frame, F.lit(value).cast(dtype)) for value, records in lates]
+        return reduce(lambda left, right: left.unionByName(right, allowMissingColumns=True), frames)
+
+    late = Deferred(late_records) if len(lates) == len(parts) else None
     events = declared[0][1].events
     for _, i in declared[1:]:
         events = events.unionByName(i.events)

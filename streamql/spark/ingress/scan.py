@@ -5,7 +5,7 @@ late events — and its decisions (drops, moved starts and ends) are applied to 
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -24,6 +24,7 @@ from streamql.spark.base.columns import (ACTION, ARRIVAL, BAD, CLOSED, END, HEAD
 from streamql.spark.base.sketches import Sketches, sketch
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.ingress import late
+from streamql.spark.ingress.late import Deferred
 from streamql.spark.ingress.binding import Binding, arrival_key, prepare, scan_settings, with_row_number
 from streamql.spark.ingress.edge_matching import match_end_edges
 from streamql.spark.runtime.phases import phase
@@ -360,8 +361,9 @@ class Ingress:
     state: scan.ScanState = scan.ScanState()
     rows: int = 0  # the input's rows (events, edges, CTI rows and bad rows)
     #: the records of the rows counted in dropped, adjusted and bad_rows (``streamql.spark.ingress.late``;
-    #: lazy: built only if asked for). None where the run cannot give them yet (a streaming EDGE scan)
-    late: DataFrame | None = None
+    #: deferred: their plan is made only if asked for). None where the run cannot give them (a
+    #: partitioned input one of whose partitions has none)
+    late: Deferred | None = None
     reached: int | None = None
     #: sketches of the events' starts per scan unit (before late events are dropped or moved: a
     #: superset balances ranges as well)
@@ -426,22 +428,26 @@ def run_ingress(b: Binding, imported: Imported | None = None, wanted: Wanted = W
     walk, simulations, persisted = _walk_simulating(s, wanted.initial)
     decisions = _decisions(s, walk, simulations)
     ctis = _ctis(s, walk, imported, wanted)
-    arrival = s.arrival(wanted.first_position)
+    first_position = wanted.first_position
     events = _with_decisions(s.prepared, decisions)
     if b.node.shape is not Shape.EDGE:
-        accepted = _accepted_events(s, events, decisions, arrival)
+        accepted = _accepted_events(s, events, decisions)
     elif wanted.match_edges:
-        accepted = _matched_edges(s, _with_late_arrival(events, arrival), ctis, persisted)
+        accepted = _matched_edges(s, _with_late_arrival(events, s.arrival(first_position)), ctis, persisted)
     else:
-        accepted = _scanned_edges(s, _with_late_arrival(events, arrival))
-    bad_records = late.bad_rows(s.prepared, arrival, s.payload)
+        accepted = _scanned_edges(s, _with_late_arrival(events, s.arrival(first_position)))
+    decided = accepted.late
+
+    def late_records() -> DataFrame:
+        arrival = s.arrival(first_position)
+        bad_records = late.bad_rows(s.prepared, arrival, s.payload)
+        return bad_records if decided is None else bad_records.unionByName(decided(arrival), allowMissingColumns=True)
+
     return Ingress(
         events=accepted.events, final_cti=ctis.final_cti, finite_cti=ctis.finite,
         dropped=accepted.dropped, adjusted=accepted.adjusted, bad_rows=s.bad_rows + accepted.unmatched,
         cti_steps=_cti_steps(s, walk.states) if wanted.cti_steps else None, persisted=persisted,
-        state=attrs.evolve(walk.state, cti=ctis.final), rows=s.rows,
-        late=bad_records if accepted.late is None else bad_records.unionByName(accepted.late,
-                                                                                allowMissingColumns=True),
+        state=attrs.evolve(walk.state, cti=ctis.final), rows=s.rows, late=Deferred(late_records),
         reached=ctis.reached, starts=s.start_sketches, arrival_range=s.arrival_range,
     )
 
@@ -965,24 +971,26 @@ def _with_decisions(prepared: DataFrame, decisions: _Decisions) -> DataFrame:
 @attrs.frozen(eq=False)
 class _Accepted:
     """What an input's events come to, for its shape: ``Ingress.events``, the late events dropped
-    and moved, the end edges found unmatched (bad rows) and the late records of those decided
-    (lazy; None for none)."""
+    and moved, the end edges found unmatched (bad rows) and how to make the late records of those
+    decided from a row's arrival as its record shows it (``Summarized.arrival``; None for none)."""
 
     events: DataFrame
     dropped: int = 0
     adjusted: int = 0
     unmatched: int = 0
-    late: DataFrame | None = None
+    late: Callable[[Column], DataFrame] | None = None
 
 
-def _accepted_events(s: Summarized, events: DataFrame, decisions: _Decisions, arrival: Column) -> _Accepted:
+def _accepted_events(s: Summarized, decided: DataFrame, decisions: _Decisions) -> _Accepted:
     """An input of INSERTs: the late events dropped, or their starts moved."""
-    records = late.decided_rows(events, arrival, s.payload) if decisions.records else None
-    events = events.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
-    events = events.withColumn(START, F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO))
-                               .otherwise(F.col(START)))
-    return _Accepted(events.select(START, END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD), *s.payload),
-                     decisions.dropped, decisions.adjusted, late=records)
+    def records(arrival: Column) -> DataFrame:
+        return late.decided_rows(decided, arrival, s.payload)
+
+    kept = decided.filter(F.col(ACTION).isNull() | (F.col(ACTION) != scan.DROP))
+    start = F.when(F.col(ACTION) == scan.ADJUST_START, F.col(MOVED_TO)).otherwise(F.col(START))
+    return _Accepted(kept.select(start.alias(START), END, F.lit(True).alias(CLOSED), F.lit(True).alias(HEAD),
+                                 *s.payload),
+                     decisions.dropped, decisions.adjusted, late=records if decisions.records else None)
 
 
 def _with_late_arrival(edges: DataFrame, arrival: Column) -> DataFrame:
@@ -1011,8 +1019,9 @@ def _matched_edges(s: Summarized, edges: DataFrame, ctis: _Ctis, persisted: list
         raise _bad_row(s.b, s.prepared, matched.first_unmatched,
                        f"end edge at {from_micros(first[1])} has no open start edge at "
                        f"{from_micros(first[0])} with its payload")
+    # the edges carry their arrival (``_with_late_arrival``) into the matching's rows
     return _Accepted(matched.events, matched.dropped, matched.adjusted, matched.unmatched,
-                     late.edge_rows(matched.persisted, s.payload))
+                     lambda _: late.edge_rows(matched.persisted, s.payload))
 
 
 def _bad_row(b: Binding, prepared: DataFrame, seq: int, reason: str) -> BadInputError:

@@ -38,7 +38,7 @@ from streamql.spark.ingress.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress.binding import UNDECLARED, Binding
 from streamql.spark.ingress.partitioned import part_rows, parts_of, with_parts
 from streamql.spark.ingress.scan import Ingress
-from streamql.spark.ingress.late import EdgeCauses, WentBack, edge_rows, with_went_back
+from streamql.spark.ingress.late import Deferred, EdgeCauses, WentBack, edge_rows, with_went_back
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
 from streamql.spark.operators.release import release
 from streamql.spark.windows.esper import batch_offsets
@@ -143,8 +143,9 @@ class Step:
     releasing: Callable[[Shape, DataFrame], DataFrame] = attrs.field(eq=False)
     make_carried: Callable[[Least, Mapping[Shape, int]], Carried] = attrs.field(eq=False)
     #: per input the query reads, the late records of this step (``streamql.spark.ingress.late``): of the
-    #: micro-batch's rows, and of the edge events the step decides
-    late: Mapping[str, DataFrame] = attrs.field(eq=False, factory=dict)
+    #: micro-batch's rows, and of the edge events the step decides; their plans are made only for a
+    #: run with a late sink (``Deferred``)
+    late: Mapping[str, Deferred] = attrs.field(eq=False, factory=dict)
     #: the inputs whose arrival went back in this micro-batch (from the scan's summary: no job)
     arrival_went_back: Mapping[str, ArrivalWentBack] = attrs.field(factory=dict)
 
@@ -316,7 +317,7 @@ class _Decided:
     cached frame."""
 
     events: DataFrame = attrs.field(eq=False)
-    late: DataFrame = attrs.field(eq=False)
+    late: Deferred = attrs.field(eq=False)
     dropped: int
     adjusted: int
     bad_rows: int
@@ -332,9 +333,10 @@ def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carr
     input drops bad rows. ``went_back``: the input's arrival went back in this micro-batch, which
     the late records of its rows arriving before the earlier micro-batches' greatest tell."""
     assert ingress.late is not None
+    records = ingress.late
     cause = None if went_back is None else WentBack(batch, went_back.greatest_before)
     if node.shape is not Shape.EDGE:
-        late = ingress.late if cause is None else with_went_back(ingress.late, cause)
+        late = records if cause is None else records.then(lambda frame: with_went_back(frame, cause))
         return _Decided(ingress.events, late, ingress.dropped, ingress.adjusted, ingress.bad_rows)
     payload = [f.name for f in node.schema.fields]
     cti = ingress.final_cti
@@ -347,9 +349,9 @@ def _decided(plan: Plan, name: str, node: Input, ingress: Ingress, carried: Carr
                             "to drop and count such rows")
     # the scan's late records of the undeclared rows of a partitioned input carry their partition
     # value, the matching's records none (``late.with_partition`` gives them their partition's)
-    late = ingress.late.unionByName(edge_rows(matched.persisted, payload, F.col(BATCH) == batch,
-                                              count_open=final, causes=EdgeCauses(BATCH, WENT_BACK, cause)),
-                                    allowMissingColumns=True)
+    late = records.then(lambda frame: frame.unionByName(
+        edge_rows(matched.persisted, payload, F.col(BATCH) == batch, count_open=final,
+                  causes=EdgeCauses(BATCH, WENT_BACK, cause)), allowMissingColumns=True))
     return _Decided(matched.decided, late, matched.dropped, matched.adjusted, ingress.bad_rows + matched.unmatched,
                     matched.still_open, matched.pending, (matched.persisted,))
 

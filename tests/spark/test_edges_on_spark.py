@@ -23,7 +23,7 @@ from streamql.events import InputItem
 from streamql.time import from_micros
 from streamql.spark.streaming.step import Plan, empty_carried, step
 from support.frames import bind, frame
-from support.incremental import released_values
+from support.incremental import collected_step
 from support.streams import P, advance_settings, build, edge_items, pipelines, side_by_side, us
 from support.depth import spark_examples
 from support.must_release import check_release
@@ -317,10 +317,10 @@ def test_ignored_end_edge_counts_in_the_micro_batch_it_arrives_in(spark: SparkSe
     dropped, open_edges, released = [], [], []
     for batch, items in enumerate(micro_batches):
         outcome = step(spark, plan, carried, {"signal": frame(spark, Signal, sq.Shape.EDGE, items)}, batch)
-        carried = outcome.carried
+        now, carried = collected_step(outcome, SIGNAL, sq.Shape.INTERVAL)
         dropped.append(carried.state.dropped)
         open_edges.append(carried.pending["signal"].count())
-        released.append(released_values(outcome.released_now[sq.Shape.INTERVAL], SIGNAL, sq.Shape.INTERVAL))
+        released.append(now)
     # the ignored end edge counts when it arrives; the start edge stays pending until E(12, 22)
     assert dropped == [0, 1, 1] and open_edges == [1, 1, 0]
     assert released == [[], [], [sq.Event(from_micros(12), from_micros(22), Signal("a"))]]

@@ -22,7 +22,7 @@ import streamql as sq
 from streamql.spark.streaming.step import empty_carried, planned, step
 from streamql.time import from_micros
 from support.depth import spark_examples
-from support.incremental import ordered, released_values
+from support.incremental import collected_step, ordered
 from support.partitions import UNDECLARED, bind_partitioned, interleavings, partitioned_frame, partitioned_items
 from support.streams import P, SPARK_EXAMPLES, advance_settings, build, pipelines
 
@@ -44,15 +44,16 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], source: sq.Stream[Any],
     for batch, (lo, hi) in enumerate(zip(bounds, bounds[1:] + [len(rows)])):
         new = {"x": bound(rows[lo:hi]).bindings["x"].source}
         outcome = step(spark, plan, carried, new, batch)
-        released += released_values(outcome.released_now[output], q, output)
-        carried = outcome.carried
+        now, carried = collected_step(outcome, q, output)
+        released += now
         carried = attrs.evolve(carried, events={n: df.localCheckpoint(eager=False) for n, df in carried.events.items()},
                                pending={n: df.localCheckpoint(eager=False) for n, df in carried.pending.items()},
                                released={n: df.localCheckpoint(eager=False) for n, df in carried.released.items()})
         outcome.unpersist()
     final = step(spark, plan, carried, {}, len(bounds), final=True)
-    released += released_values(final.released_now[output], q, output)
-    state = final.carried.state
+    now, last = collected_step(final, q, output)
+    released += now
+    state = last.state
     final.unpersist()
     return ordered(released, q), state
 

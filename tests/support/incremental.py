@@ -15,7 +15,7 @@ from streamql.query import nodes
 from streamql.reference import declared_inputs
 from streamql.reference.inputs import IngressState, ingest
 from streamql.spark.streaming.state import Carried, StateStore
-from streamql.spark.streaming.step import Plan, empty_carried, step
+from streamql.spark.streaming.step import Plan, Step, empty_carried, step
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.base.columns import END, START
@@ -100,8 +100,9 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
             new[name] = bind(sq.Binder(spark), i.stream, rows, i.shape, i.settings, arrival=arrival,
                              bad_rows=i.bad_rows).bindings[name].source
         outcome = step(spark, plan, carried, new, batch)
-        released += released_values(outcome.released_now[output], q, output)
-        carried = states.commit(outcome.carried)[0] if states is not None else outcome.carried
+        now, made = collected_step(outcome, q, output)
+        released += now
+        carried = states.commit(made)[0] if states is not None else made
         if states is None:
             # the next step reads these frames again: computed once, by the first job that reads them
             # (lazily: an eager checkpoint would cost a job per frame and step), not from the whole lineage
@@ -125,9 +126,18 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], inputs: Mapping[str, St
                         f"after micro-batch {batch}: input {name!r} keeps an event ending at {least_end}, before "
                         f"{bound(floor)} (the output floor {floor} is at most the CTI of the output so far)")
     final = step(spark, plan, carried, {}, len(bounds), final=True)
-    released += released_values(final.released_now[output], q, output)
+    now, last = collected_step(final, q, output)
+    released += now
     final.unpersist()
-    return ordered(released, q), final.carried
+    return ordered(released, q), last
+
+
+def collected_step(outcome: Step, q: sq.Stream[Any], output: sq.Shape) -> tuple[list[Any], Carried]:
+    """A step's releases of ``output`` collected, and the state it carries, as a live run makes
+    them: the carried state's counts and least starts are observed by the job that computes the
+    releases (``Step.observed``, ``Step.carry``), not computed in jobs of their own."""
+    observed = outcome.observed()
+    return released_values(observed.frames[output], q, output), outcome.carry(observed)
 
 
 def expected_floor(q: sq.Stream[Any], inputs: Mapping[str, StreamInput], cut: int) -> int | None:

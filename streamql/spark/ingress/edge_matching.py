@@ -26,7 +26,7 @@ the first one's partitioning already satisfies, and one aggregate for the counts
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import attrs
 from pyspark import StorageLevel
@@ -54,13 +54,29 @@ class MatchedEdges:
     unmatched: int  # end edges with neither an open nor a dropped start edge: bad input
     first_unmatched: int  # the _sq_seq of the first of them, or -1
     persisted: DataFrame = attrs.field(eq=False)
-    #: of ``events``, those whose end edge came, and those still open
-    decided: DataFrame = attrs.field(eq=False)
-    still_open: DataFrame = attrs.field(eq=False)
-    #: the edge rows a streaming run carries on: open start edges (an ignored end edge leaves its
-    #: start edge open), and the dropped ones that an end edge may still take (as many as are left
-    #: per key)
-    pending: DataFrame = attrs.field(eq=False)
+    #: what a streaming run needs besides (``decided``, ``still_open``, ``pending``), made when
+    #: asked for: a batch run asks for none of them, and each is driver work (every DataFrame
+    #: operation is analysed over the matching's whole plan)
+    _decided: Callable[[], DataFrame] = attrs.field(eq=False, repr=False)
+    _still_open: Callable[[], DataFrame] = attrs.field(eq=False, repr=False)
+    _pending: Callable[[], DataFrame] = attrs.field(eq=False, repr=False)
+
+    @property
+    def decided(self) -> DataFrame:
+        """Of ``events``, those whose end edge came."""
+        return self._decided()
+
+    @property
+    def still_open(self) -> DataFrame:
+        """Of ``events``, those still open."""
+        return self._still_open()
+
+    @property
+    def pending(self) -> DataFrame:
+        """The edge rows a streaming run carries on: open start edges (an ignored end edge leaves
+        its start edge open), and the dropped ones that an end edge may still take (as many as are
+        left per key)."""
+        return self._pending()
 
 
 def _reflected(walk: Column, window: WindowSpec) -> tuple[Column, Column]:
@@ -120,20 +136,22 @@ def match_end_edges(rows: DataFrame, payload: Sequence[str], cti: int | None,
             F.col(_FINAL_START).alias(START), F.col(_FINAL_END).alias(END),
             closed.alias(CLOSED), head.alias(HEAD), *payload)
 
-    # dropped start edges that no end edge took yet: as many as are left per key (any of them)
-    key = Window.partitionBy(START, *payload)
-    left = (F.sum(F.col(_DROPPED_START).cast("long")).over(key)
-            - (F.max(_FOUND_NONE_SO_FAR).over(key) - F.sum(F.col("_sq_bad_end").cast("long")).over(key)))
-    rank = F.row_number().over(Window.partitionBy(START, *payload, _DROPPED_START)
-                               .orderBy(*[F.col(c).desc() for c in order]))
-    columns = [*rows.columns]
-    pending = (d.select(*columns, _OPENS, "_sq_end_edge", _DROPPED_START, left.alias("_sq_left"),
-                        rank.alias("_sq_rank"))
-               .filter(still_open | (F.col(_DROPPED_START) & (F.col("_sq_rank") <= F.col("_sq_left"))))
-               .select(*columns))
+    def pending() -> DataFrame:
+        # dropped start edges that no end edge took yet: as many as are left per key (any of them)
+        key = Window.partitionBy(START, *payload)
+        left = (F.sum(F.col(_DROPPED_START).cast("long")).over(key)
+                - (F.max(_FOUND_NONE_SO_FAR).over(key) - F.sum(F.col("_sq_bad_end").cast("long")).over(key)))
+        rank = F.row_number().over(Window.partitionBy(START, *payload, _DROPPED_START)
+                                   .orderBy(*[F.col(c).desc() for c in order]))
+        columns = [*rows.columns]
+        return (d.select(*columns, _OPENS, "_sq_end_edge", _DROPPED_START, left.alias("_sq_left"),
+                         rank.alias("_sq_rank"))
+                .filter(still_open | (F.col(_DROPPED_START) & (F.col("_sq_rank") <= F.col("_sq_left"))))
+                .select(*columns))
+
     return MatchedEdges(events(opened), sum(r["dropped"] for r in counts), sum(r["adjusted"] for r in counts),
                         sum(r["unmatched"] for r in counts), min(unmatched_seqs, default=-1), d,
-                        events(decided), events(still_open), pending)
+                        lambda: events(decided), lambda: events(still_open), pending)
 
 
 def decide(rows: DataFrame, payload: Sequence[str], order: Sequence[str]) -> DataFrame:

@@ -386,7 +386,7 @@ def _alter_duration(node: nodes.AlterDuration, env: Mapping[str, Flow]) -> Flow:
     source = compile_node(node.source, env)
     end = shifted(F.col(START), duration_column(node.duration))
     # the end follows the start: the event is stable once its start and payload are
-    df = source.frame.withColumn(END, end).withColumn(CLOSED, F.col(HEAD)).withColumn(FLOOR, F.lit(None).cast("long"))
+    df = source.frame.withColumns({END: end, CLOSED: F.col(HEAD), FLOOR: F.lit(None).cast("long")})
     return source.derived(node, df.filter(F.col(END).isNotNull() & (F.col(END) > F.col(START))))
 
 

@@ -243,7 +243,7 @@ def _match_edges(carried: DataFrame | None, new: DataFrame, payload: list[str], 
     back in this micro-batch (its rows before the greatest earlier arrival get ``WENT_BACK``)."""
     before = F.lit(None) if went_back is None else F.when(
         F.col(LATE_ARRIVAL) < F.lit(went_back.greatest_before), F.lit(went_back.greatest_before))
-    rows = new.withColumn(BATCH, F.lit(batch).cast("long")).withColumn(WENT_BACK, before.cast("long"))
+    rows = new.withColumns({BATCH: F.lit(batch).cast("long"), WENT_BACK: before.cast("long")})
     if carried is not None:
         # (a state written before late records were kept has no arrival column: null there)
         rows = carried.unionByName(rows, allowMissingColumns=True)

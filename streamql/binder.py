@@ -32,7 +32,8 @@ from streamql.spark.operators.flow import Flow, compile_node, input_flow, union_
 from streamql.spark.compat import in_ansi_mode
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.phases import phase
-from streamql.spark.ingress.late import Deferred, late_frame, late_records, written_columns
+from streamql.spark.base.deferred import Deferred
+from streamql.spark.ingress.late import late_frame, late_records, written_columns
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user_columns, writer_options
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together

@@ -162,7 +162,7 @@ def test_a_late_point_is_recorded_with_the_cti_it_violated(spark: SparkSession) 
 
 def test_a_run_that_does_not_ask_for_late_records_makes_no_plan_for_them(spark: SparkSession,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    # the records' plans are deferred (``late.Deferred``): each DataFrame operation is analysed
+    # the records' plans are deferred (``Deferred``): each DataFrame operation is analysed
     # over the whole plan on the driver, so a run without ``late=True`` does not build them at all
     from streamql.spark.ingress import late
 

@@ -26,13 +26,14 @@ the first one's partitioning already satisfies, and one aggregate for the counts
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import attrs
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
+from streamql.spark.base.deferred import Deferred
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.base.columns import ACTION, CLOSED, END, HEAD, KIND, LATE_ARRIVAL, MOVED_TO, SEQ, START
 from streamql.time import INFINITY_MICROS
@@ -57,26 +58,26 @@ class MatchedEdges:
     #: what a streaming run needs besides (``decided``, ``still_open``, ``pending``), made when
     #: asked for: a batch run asks for none of them, and each is driver work (every DataFrame
     #: operation is analysed over the matching's whole plan)
-    _decided: Callable[[], DataFrame] = attrs.field(eq=False, repr=False)
-    _still_open: Callable[[], DataFrame] = attrs.field(eq=False, repr=False)
-    _pending: Callable[[], DataFrame] = attrs.field(eq=False, repr=False)
+    _decided: Deferred = attrs.field(eq=False, repr=False)
+    _still_open: Deferred = attrs.field(eq=False, repr=False)
+    _pending: Deferred = attrs.field(eq=False, repr=False)
 
     @property
     def decided(self) -> DataFrame:
         """Of ``events``, those whose end edge came."""
-        return self._decided()
+        return self._decided.frame
 
     @property
     def still_open(self) -> DataFrame:
         """Of ``events``, those still open."""
-        return self._still_open()
+        return self._still_open.frame
 
     @property
     def pending(self) -> DataFrame:
         """The edge rows a streaming run carries on: open start edges (an ignored end edge leaves
         its start edge open), and the dropped ones that an end edge may still take (as many as are
         left per key)."""
-        return self._pending()
+        return self._pending.frame
 
 
 def _reflected(walk: Column, window: WindowSpec) -> tuple[Column, Column]:
@@ -151,7 +152,7 @@ def match_end_edges(rows: DataFrame, payload: Sequence[str], cti: int | None,
 
     return MatchedEdges(events(opened), sum(r["dropped"] for r in counts), sum(r["adjusted"] for r in counts),
                         sum(r["unmatched"] for r in counts), min(unmatched_seqs, default=-1), d,
-                        lambda: events(decided), lambda: events(still_open), pending)
+                        Deferred(lambda: events(decided)), Deferred(lambda: events(still_open)), Deferred(pending))
 
 
 def decide(rows: DataFrame, payload: Sequence[str], order: Sequence[str]) -> DataFrame:

@@ -6,11 +6,12 @@ rows ``bad_rows="drop"`` dropped, as rows (``Binder.late``) and as ``sq.Late`` r
 An input's scan builds its records lazily from what it decided anyway — the scan's decisions
 joined to the events, the bad rows, and for an EDGE input the matching's decided rows — so a
 query that does not ask for them pays nothing: not a job, and not the driver's planning either
-(``Deferred``: their DataFrame is made only when a caller asks for it).
+(``Deferred``, ``streamql.spark.base.deferred``: their DataFrame is made only when a caller asks
+for it).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import attrs
 from pyspark.sql import Column, DataFrame
@@ -37,32 +38,6 @@ COLUMNS = ["input", "arrival", "action", "kind", "start", "end", "cti", "new_sta
            "partition"]
 
 DROPPED, ADJUSTED, BAD_ROW = "dropped", "adjusted", "bad_row"
-
-
-@attrs.define(eq=False)
-class Deferred:
-    """Late records whose DataFrame is made when first asked for (``frame``), then kept. Building
-    the plan is driver work (every DataFrame operation is analysed over the whole plan: 0.1 s an
-    input for the records of a small query): a query that never asks for its late records — most
-    of them — does none of it.
-
-    >>> records = Deferred(lambda: bad_rows(prepared, arrival, payload))  # doctest: +SKIP
-    >>> records.then(lambda frame: with_went_back(frame, cause)).frame   # doctest: +SKIP
-    """
-
-    build: Callable[[], DataFrame]
-    _frame: DataFrame | None = attrs.field(default=None, init=False)
-
-    @property
-    def frame(self) -> DataFrame:
-        """The records (made now, the first time)."""
-        if self._frame is None:
-            self._frame = self.build()
-        return self._frame
-
-    def then(self, step: Callable[[DataFrame], DataFrame]) -> Deferred:
-        """These records through ``step``, deferred as well."""
-        return Deferred(lambda: step(self.frame))
 
 
 def went_back_reason(batch: int | Column, before: int | Column) -> Column:

@@ -22,7 +22,8 @@ from pyspark.sql import functions as F
 from streamql.query.joins import Union, greatest_finite_cti, least_cti
 from streamql.query.nodes import Input, Node
 from streamql.spark.ingress.binding import UNDECLARED, Binding
-from streamql.spark.ingress.late import Deferred, with_partition
+from streamql.spark.base.deferred import Deferred
+from streamql.spark.ingress.late import with_partition
 from streamql.spark.ingress.scan import Ingress
 
 #: between an input's name and a partition's number in the keys of internal bindings (a NUL: no

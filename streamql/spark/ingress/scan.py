@@ -24,7 +24,7 @@ from streamql.spark.base.columns import (ACTION, ARRIVAL, BAD, CLOSED, END, HEAD
 from streamql.spark.base.sketches import Sketches, sketch
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.ingress import late
-from streamql.spark.ingress.late import Deferred
+from streamql.spark.base.deferred import Deferred
 from streamql.spark.ingress.binding import Binding, arrival_key, prepare, scan_settings, with_row_number
 from streamql.spark.ingress.edge_matching import match_end_edges
 from streamql.spark.runtime.phases import phase

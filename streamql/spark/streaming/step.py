@@ -38,7 +38,8 @@ from streamql.spark.ingress.edge_matching import MatchedEdges, match_end_edges
 from streamql.spark.ingress.binding import UNDECLARED, Binding
 from streamql.spark.ingress.partitioned import part_rows, parts_of, with_parts
 from streamql.spark.ingress.scan import Ingress
-from streamql.spark.ingress.late import Deferred, EdgeCauses, WentBack, edge_rows, with_went_back
+from streamql.spark.base.deferred import Deferred
+from streamql.spark.ingress.late import EdgeCauses, WentBack, edge_rows, with_went_back
 from streamql.spark.operators.flow import Flow, compile_node, input_flow
 from streamql.spark.operators.release import release
 from streamql.spark.windows.esper import batch_offsets

@@ -38,6 +38,7 @@ from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, release, user
 from streamql.spark.base.schema import collectable, payload_from_row
 from streamql.spark.operators.sharing import TAG, compiled_together
 from streamql.spark.runtime.connect import AnySession, is_dataframe, is_session, with_stable_partitions
+from streamql.spark.runtime.sources import rereads_source, snapshot
 from streamql.spark.runtime.workers import check_workers, passed as workers_passed
 from streamql.time import from_micros
 
@@ -189,34 +190,53 @@ class Binder:
         (``run_many``), which an error while scanning it names."""
         ingresses: dict[str, Ingress] = {}
         parts: dict[str, dict[str, Ingress]] = {}  # a partitioned input's partitions' scans, by key
+        order = self._scan_order(set(read))
+        bound, snapshots = self._read_once(order)
         try:
-            order = self._scan_order(set(read))
             # a partitioned input is scanned as one input per partition (streamql.spark.ingress.partitioned)
-            scanned = expanded(self._bindings, order)
-            bindings = {**self._bindings, **scanned}
+            scanned = expanded(bound, order)
+            bindings = {**bound, **scanned}
             # the inputs' first summary passes in one job (each input's own job where there is one)
             first = first_passes(bindings, list(scanned))
             # and the second passes of those found out of storage order, in one job
             first.update(ordered_passes(bindings, first))
             for name in order:
                 with errors_naming(readers.get(name, ()) if readers is not None else ()):
-                    if not self._bindings[name].partitioned:
+                    if not bound[name].partitioned:
                         ingresses[name] = scan_input(bindings, name, ingresses, first=first.get(name))
                         continue
                     own = parts.setdefault(name, {})
-                    for key in parts_of(self._bindings[name]):
+                    for key in parts_of(bound[name]):
                         own[key] = scan_input(bindings, key, ingresses, first=first.get(key))
-                    ingresses[name] = combined(self._bindings[name], own, bindings)
+                    ingresses[name] = combined(bound[name], own, bindings)
         except BaseException:
             for done in [*ingresses.values(), *(i for p in parts.values() for i in p.values())]:
                 for df in done.persisted:
                     df.unpersist()
+            for df in snapshots.values():
+                df.unpersist()
             raise
+        for name, rows in snapshots.items():  # released with the run's cached frames
+            ingresses[name] = attrs.evolve(ingresses[name], persisted=[*ingresses[name].persisted, rows])
         if not workers_passed(self._spark):  # the session's first summary pass checks them (workers.collected)
             with phase("worker check"):
                 check_workers(self._spark)  # no summary pass ran a Python worker (inputs without rows): the probe
         flows = {name: _input_flow(ingresses[name], parts.get(name), bindings) for name in read}
         return ingresses, flows
+
+    def _read_once(self, names: Sequence[str]) -> tuple[dict[str, Binding], dict[str, DataFrame]]:
+        """The bindings a run scans, and the rows read once for it: an input whose DataFrame reads a
+        connector's source (Kafka, JDBC, a Python data source: ``sources.rereads_source``) is bound
+        to its rows as they are now, read in one job (``sources.snapshot``), which every job of the
+        run reads instead of the source — the same rows in each, and the source read once."""
+        bound, snapshots = dict(self._bindings), {}
+        for name in names:
+            b = bound[name]
+            if not b.source.isStreaming and rereads_source(b.source):
+                with phase("input snapshot"):
+                    snapshots[name] = snapshot(b.source)
+                bound[name] = attrs.evolve(b, source=snapshots[name])
+        return bound, snapshots
 
     @contextmanager
     def _executions(self, queries: Mapping[str, Stream[Any]], what: str) -> Iterator[dict[str, _Execution[Any]]]:

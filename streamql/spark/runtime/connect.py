@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Iterator, Union
 
 from streamql.spark.compat import SparkContext  # pyspark-client has none
 from pyspark.sql import DataFrame, SparkSession
@@ -108,9 +108,8 @@ def with_stable_partitions(df: DataFrame) -> DataFrame:
     return df
 
 
-def _reads_local_relation(plan: object) -> bool:
-    """Whether a Spark Connect logical plan (``pyspark.sql.connect.plan``) reads a relation of
-    rows sent by the client."""
+def plan_nodes(plan: object) -> Iterator[object]:
+    """The nodes of a Spark Connect logical plan (``pyspark.sql.connect.plan``), each once."""
     seen: set[int] = set()
     stack = [plan]
     while stack:
@@ -119,11 +118,15 @@ def _reads_local_relation(plan: object) -> bool:
         if node is None or id(node) in seen or not (hasattr(node, "_root_plan_id") or hasattr(node, "_plan_id")):
             continue
         seen.add(id(node))
-        if "LocalRelation" in type(node).__name__:
-            return True
+        yield node
         for value in vars(node).values():
             stack.extend(value if isinstance(value, (list, tuple)) else [value])
-    return False
 
 
-__all__ = ["AnySession", "context_of", "is_connect", "is_session", "parallelism", "with_stable_partitions"]
+def _reads_local_relation(plan: object) -> bool:
+    """Whether a Spark Connect logical plan (``pyspark.sql.connect.plan``) reads a relation of
+    rows sent by the client."""
+    return any("LocalRelation" in type(node).__name__ for node in plan_nodes(plan))
+
+
+__all__ = ["AnySession", "context_of", "is_connect", "is_session", "parallelism", "plan_nodes", "with_stable_partitions"]

@@ -20,7 +20,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from streamql.spark.runtime.connect import is_connect, local_checkpoint
+from streamql.spark.runtime.connect import is_connect, local_checkpoint, plan_nodes
 
 #: the leaves of an analysed plan that read the same rows in every job: rows in the plan, a
 #: range, cached or checkpointed rows, a table of files (Hive), a stream (a live step's rows)
@@ -70,20 +70,11 @@ def _same_rows(leaf: Any) -> bool:
 def _connect_reads_connector(plan: object) -> bool:
     """Whether a Spark Connect logical plan (``pyspark.sql.connect.plan``) reads a data source
     whose format is not a file format."""
-    seen: set[int] = set()
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        # a plan node of the client (``_root_plan_id`` from PySpark 4.0, ``_plan_id`` in 3.5)
-        if node is None or id(node) in seen or not (hasattr(node, "_root_plan_id") or hasattr(node, "_plan_id")):
-            continue
-        seen.add(id(node))
+    for node in plan_nodes(plan):
         if type(node).__name__ == "DataSource" and not getattr(node, "_is_streaming", False):
             form = getattr(node, "_format", None)
             if form is not None and form.lower() not in _FILE_FORMATS:
                 return True
-        for value in vars(node).values():
-            stack.extend(value if isinstance(value, (list, tuple)) else [value])
     return False
 
 

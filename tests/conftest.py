@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
+from support import py4j_names
 from support.jvm import TEST_DRIVER_MEMORY, TEST_JVM_OPTIONS
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ def spark() -> Iterator[SparkSession]:
         yield remote  # a Spark Connect session: the same API the tests use
         remote.stop()
         return
+    py4j_names.install()  # fewer round trips to the JVM (tests/support/py4j_names.py)
     session = (
         SparkSession.builder.master("local[2]")
         .appName("streamql-tests")

@@ -1,0 +1,48 @@
+"""The test processes' memory of py4j's name lookups (tests/support/py4j_names.py): a name the JVM
+was asked for once is not asked for again; a static field is read each time; a query's result is
+what it is without it."""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from streamql.spark.runtime.connect import is_connect
+from support import py4j_names
+
+
+@pytest.fixture
+def calls(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The commands sent to the JVM while the test runs."""
+    if is_connect(spark):
+        pytest.skip("a Spark Connect session talks to its server without py4j")
+    client: Any = spark.sparkContext._jvm._gateway_client  # type: ignore[union-attr]
+    sent: list[str] = []
+    send = client.send_command
+
+    def recorded(command: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return send(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", recorded)
+    yield sent
+
+
+def test_a_function_looked_up_once_is_called_without_a_lookup(spark: SparkSession, calls: list[str]) -> None:
+    assert py4j_names._installed  # the session fixture installed it
+    F.abs(F.col("x"))  # looked up here, or by an earlier test
+    calls.clear()
+    F.abs(F.col("x"))
+    lookups = [c for c in calls if c.startswith("r\n")]  # py4j's reflection commands
+    assert lookups == [], lookups
+    assert len(calls) == 2  # the calls of col and abs themselves
+
+
+def test_a_static_field_is_read_again_each_time(spark: SparkSession, calls: list[str]) -> None:
+    jvm: Any = spark.sparkContext._jvm
+    first = jvm.java.lang.Integer.MAX_VALUE
+    calls.clear()
+    assert jvm.java.lang.Integer.MAX_VALUE == first == 2**31 - 1
+    assert len([c for c in calls if c.startswith("r\n")]) == 1  # the field's value, asked for again

@@ -69,8 +69,9 @@ def runnable(code: str) -> str:
 
 
 #: pages whose examples start running queries or broker-less stand-ins of them (tens of seconds
-#: each): the deep tier runs them, the default tier's budget is for the rest
-SLOW_PAGES = {"streaming.md", "kafka-and-delta.md"}
+#: each), or run a dozen batch queries (binding.md, late-events.md: 14-15 s each): the deep tier runs
+#: them, the default tier's budget is for the rest
+SLOW_PAGES = {"streaming.md", "kafka-and-delta.md", "binding.md", "late-events.md"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_PAGES else p for p in PAGES])

@@ -245,6 +245,7 @@ def end_a(start: int, end: int) -> sq.EndEdge[Signal]:
     return sq.EndEdge(t(start), t(end), Signal("a"))
 
 
+@pytest.mark.slow  # the deep tier: the default tier runs this case as a release case ("an ignored end edge does not close the event")
 def test_ignored_end_edge_does_not_close_the_event(spark: SparkSession) -> None:
     # issue 13's example in seconds: S(12), Cti(15), E(12, 14), E(12, 22), Cti(30); no settings (DROP)
     items: list[InputItem[Signal]] = [a(12), sq.Cti(t(15)), end_a(12, 14), end_a(12, 22), sq.Cti(t(30))]
@@ -256,6 +257,7 @@ def test_ignored_end_edge_does_not_close_the_event(spark: SparkSession) -> None:
                                                                          edge(END, 22, 12, "a")]
 
 
+@pytest.mark.slow  # the deep tier: more cases of the one above (the default tier's time)
 def test_every_ignored_end_edge_counts_one(spark: SparkSession) -> None:
     items: list[InputItem[Signal]] = [a(12), sq.Cti(t(15)), end_a(12, 13), end_a(12, 14)]
     # both end before the CTI 15: both ignored, and a is still open at the CTI 30
@@ -276,6 +278,7 @@ def test_ignored_end_edges_leave_duplicate_start_edges_to_later_end_edges(spark:
     assert (result.dropped, result.bad_rows) == (2, 0)
 
 
+@pytest.mark.slow  # the deep tier: the default tier checks unmatched end edges in test_unmatched_end_edge_raises_naming_the_input_and_row
 def test_late_end_edge_without_an_open_start_edge_is_an_unmatched_end_edge(spark: SparkSession) -> None:
     # a closes at 20; E(12, 14) comes after the CTI 15 and finds no open start edge: not ignored
     # but unmatched (bad input), like any end edge without an open start edge
@@ -486,9 +489,11 @@ def test_unmatched_end_edge_with_an_arrival_column_shows_the_arrival(spark: Spar
 
 @pytest.mark.parametrize("row, reason", [
     (("INSERT", "MIDDLE", t(1), None, "a"), "edge is neither START nor END: MIDDLE"),
-    (("INSERT", None, t(1), None, "a"), "edge is neither START nor END: null"),
+    # the deep tier: the same check of another column's value (the default tier's time)
+    pytest.param(("INSERT", None, t(1), None, "a"), "edge is neither START nor END: null", marks=pytest.mark.slow),
     (("INSERT", "END", t(1), None, "a"), "end of an end edge is null"),
-    (("INSERT", "END", t(2), t(2), "a"), "end of an end edge is not after its start"),
+    pytest.param(("INSERT", "END", t(2), t(2), "a"), "end of an end edge is not after its start",
+                 marks=pytest.mark.slow),
 ])
 def test_bad_edge_rows(spark: SparkSession, row: tuple[Any, ...], reason: str) -> None:
     df = spark.createDataFrame([("INSERT", "start", t(0), t(9), "z"), row, ("CTI", None, INF, None, None)],

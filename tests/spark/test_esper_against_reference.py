@@ -354,7 +354,7 @@ def test_esper_plan_is_distributed(spark: SparkSession, name: str) -> None:
     assert_distributed(physical_plan(out), of=f"the {name} query")
 
 
-@pytest.mark.parametrize("ranges", [2, 7])
+@pytest.mark.parametrize("ranges", [pytest.param(2, marks=pytest.mark.slow), 7])  # 2: the deep tier
 @pytest.mark.parametrize("name", ["keep_last", "length_batch"])
 def test_numbering_over_many_ranges_equals_reference(spark: SparkSession, name: str, ranges: int) -> None:
     # the ungrouped numbering cuts the start times into as many ranges as shuffle partitions; with

@@ -279,7 +279,15 @@ def test_write_puts_the_late_records_at_late_path(spark: SparkSession, tmp_path:
 SPARK_CASES = [c for c in CASES if c.name != "bad_point"]
 
 
-@pytest.mark.parametrize("case", SPARK_CASES, ids=[c.name for c in SPARK_CASES])
+#: the default tier's cases that run in the deep tier only: the other policy or shape of a case the
+#: default tier runs (docs/decisions.md, "Continuous integration's time")
+DEEP = ("late_intervals_under_adjust", "late_points_under_adjust", "late_edges_under_drop",
+        "an_adjustment_that_empties_an_edge_event_is_one_dropped_record")
+assert set(DEEP) <= {c.name for c in SPARK_CASES}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.name in DEEP else [])
+                                  for c in SPARK_CASES])
 def test_hand_worked_late_case_on_spark(spark: SparkSession, case: Case) -> None:
     """Each case's records (without reasons), counts and INTERVAL output on Spark, every input bound
     with an ``arrival`` column (the list position: the reference's one clock, imports included) and

@@ -203,7 +203,7 @@ def test_boundary_at_the_cti_made_by_a_stable_end(spark: SparkSession) -> None:
         (0, 5, Summary(1, 1.0, 1.0, 1.0)), (5, 10, Summary(2, 3.0, 1.0, 2.0))]
 
 
-@pytest.mark.parametrize("drop_level_one", [False, True])
+@pytest.mark.parametrize("drop_level_one", [False, pytest.param(True, marks=pytest.mark.slow)])  # True: deep tier
 def test_boundary_at_the_cti_made_only_by_an_unstable_start(spark: SparkSession, drop_level_one: bool) -> None:
     """Two snapshots: the first (per key) outputs [10, 15) with an unstable start (10 is not before
     the CTI 10). In the second, with [5, 10) of key 2 filtered out, only that unstable start makes

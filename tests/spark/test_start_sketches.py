@@ -92,7 +92,7 @@ def plan_jobs(phases: dict[str, Phase]) -> int:
 
 
 #: the default tier's cases (the rest run in the deep tier: each runs its query twice)
-DEFAULT = ("snapshot after shift and union", "keep_last")
+DEFAULT = ("keep_last",)
 
 
 @pytest.mark.parametrize("name", [n if n in DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in QUERIES])

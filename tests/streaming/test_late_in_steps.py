@@ -86,6 +86,7 @@ def check(spark: SparkSession, data: st.DataObject, shape: sq.Shape, items: list
     assert [attrs.evolve(r, reason=None) for r in actual] == [attrs.evolve(r, reason=None) for r in expected]
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_late_records_in_micro_batches_equal_the_reference(spark: SparkSession, data: st.DataObject) -> None:
@@ -95,6 +96,7 @@ def test_late_records_in_micro_batches_equal_the_reference(spark: SparkSession, 
     check(spark, data, shape, items, data.draw(flushing(), label="settings"))
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(3, least=1))
 @given(data=st.data())
 def test_late_records_of_edges_in_micro_batches_equal_the_reference(spark: SparkSession,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -47,6 +48,7 @@ def sessions(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Visit(0, w.count(), None, w.max(lambda e: e.v))), lambda key, v: Visit(key, v.n, v.total, v.high))
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_session_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

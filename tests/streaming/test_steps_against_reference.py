@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Optional
 
+import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -84,6 +85,7 @@ def windowed(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[Any]:
         lambda w: Count(0, w.count(), w.min(lambda e: e.v))), lambda key, c: Count(key, c.n, c.total))
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
@@ -97,6 +99,7 @@ def test_windows_in_micro_batches_equal_reference(spark: SparkSession, data: st.
 ONS = [None, lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
@@ -127,6 +130,7 @@ def test_multi_stream_operators_in_micro_batches_equal_reference(spark: SparkSes
           data.draw(st.sampled_from(list(sq.Shape)), label="output"), arrival=arrival)
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
@@ -149,6 +153,7 @@ def test_esper_style_operators_in_micro_batches_equal_reference(spark: SparkSess
     check_one_input(spark, data, source, shape, items, q)
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(4, least=1))
 @given(data=st.data())
 def test_edge_inputs_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:
@@ -172,6 +177,7 @@ AS_OF_ONS = [lambda l, r: l.k == r.k, lambda l, r: (l.k % 2 == r.k % 2) & (r.o !
              lambda l, r: (l.k % 2 == r.k % 2) & (l.v >= r.v)]
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_as_of_joins_and_signals_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

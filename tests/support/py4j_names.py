@@ -20,36 +20,37 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Hashable
 
-#: py4j ships no type information: its module is taken as ``Any``
-gateway: Any = importlib.import_module("py4j.java_gateway")
-
 _FOUND: dict[Hashable, Any] = {}
 _installed = False
-_REMEMBERED = (gateway.JavaClass, gateway.JavaPackage, gateway.JavaMember)
 
 
-def _remembering(lookup: Callable[[Any, str], Any], key: Callable[[Any, str], Hashable]) -> Callable[[Any, str], Any]:
+def _remembering(lookup: Callable[[Any, str], Any], key: Callable[[Any, str], Hashable],
+                 remembered_kinds: tuple[type, ...]) -> Callable[[Any, str], Any]:
     def remembered(self: Any, name: str) -> Any:
         k = key(self, name)
         found = _FOUND.get(k)
         if found is None:
             found = lookup(self, name)
-            if isinstance(found, _REMEMBERED):
+            if isinstance(found, remembered_kinds):
                 _FOUND[k] = found
         return found
     return remembered
 
 
 def install() -> None:
-    """Makes py4j's lookups by name remember what they found (once per process)."""
+    """Makes py4j's lookups by name remember what they found (once per process). Imports py4j only
+    here: an environment with ``pyspark-client`` (Spark Connect only) has none."""
     global _installed
     if _installed:
         return
     _installed = True
+    # py4j ships no type information: its module is taken as ``Any``
+    gateway: Any = importlib.import_module("py4j.java_gateway")
+    kinds = (gateway.JavaClass, gateway.JavaPackage, gateway.JavaMember)
     gateway.JVMView.__getattr__ = _remembering(
-        gateway.JVMView.__getattr__, lambda view, name: (id(view._gateway_client), "view", view._id, name))
+        gateway.JVMView.__getattr__, lambda view, name: (id(view._gateway_client), "view", view._id, name), kinds)
     gateway.JavaPackage.__getattr__ = _remembering(
         gateway.JavaPackage.__getattr__,
-        lambda package, name: (id(package._gateway_client), "package", package._fqn, package._jvm_id, name))
+        lambda package, name: (id(package._gateway_client), "package", package._fqn, package._jvm_id, name), kinds)
     gateway.JavaClass.__getattr__ = _remembering(
-        gateway.JavaClass.__getattr__, lambda cls, name: (id(cls._gateway_client), "class", cls._fqn, name))
+        gateway.JavaClass.__getattr__, lambda cls, name: (id(cls._gateway_client), "class", cls._fqn, name), kinds)

@@ -27,6 +27,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import streamql as sq
+from support.depth import tiered
 from support.doc_blocks import FENCES, Block, blocks, fence_lines, signature_problems
 from support.mypy_report import parse_report
 
@@ -74,7 +75,7 @@ def runnable(code: str) -> str:
 SLOW_PAGES = {"streaming.md", "kafka-and-delta.md", "binding.md", "late-events.md"}
 
 
-@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_PAGES else p for p in PAGES])
+@pytest.mark.parametrize("page", tiered(PAGES, deep=SLOW_PAGES))
 def test_page_examples_print_what_the_page_shows(page: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
                                                  spark: SparkSession) -> None:
     monkeypatch.chdir(tmp_path)

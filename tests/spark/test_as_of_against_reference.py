@@ -20,7 +20,7 @@ from streamql.spark.operators.explain import plan_lines
 from streamql.time import from_micros
 from support.as_of_cases import CASES, Case, Tick
 from support.frames import bind, frame, imported_after_importer
-from support.depth import spark_examples
+from support.depth import tiered, spark_examples
 from support.must_release import check_release
 from support.streams import (P, SPARK_EXAMPLES, build, crowded_inputs, edge_items, inputs, pipelines, side_by_side,
                              side_settings, us)
@@ -48,7 +48,12 @@ def spark_run(spark: SparkSession, q: sq.Stream[Any], sides: dict[str, tuple[sq.
 
 # --- the hand-worked cases ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+#: the default tier's time: these run in the deep tier (a case of each of their kinds stays)
+DEEP = ("within_two_ticks", "on_with_a_condition_of_the_right_side", "right_cti_past_the_left_start_releases_it",
+        "signal_end_at_the_cti_made_by_an_unstable_start", "a_quote_at_the_cti_replaces_the_earlier_one")
+
+
+@pytest.mark.parametrize("case", tiered(CASES, deep=DEEP, name=lambda c: c.name, named=True))
 def test_hand_worked_case_on_spark(spark: SparkSession, case: Case) -> None:
     streams = {name: sq.input(name, Tick, side.shape) for name, side in case.sides.items()}
     q = case.query(streams)

@@ -169,6 +169,7 @@ def test_seed_001_generation_counts_start_edges_only(spark: SparkSession) -> Non
     assert result.events == [ev(1, 10, "a")]
 
 
+@pytest.mark.slow  # the deep tier: the default tier's time (the late end edges' other tests stay)
 def test_seed_001_late_end_edge_drop_leaves_the_event_open(spark: SparkSession) -> None:
     items: list[InputItem[Signal]] = [a(1), sq.StartEdge(t(8), Signal("b")), sq.EndEdge(t(1), t(5), Signal("a"))]
     result = run_both(spark, items, every_event(DROP))
@@ -350,6 +351,7 @@ def test_start_edge_moved_to_the_cti_is_not_stable_while_open(spark: SparkSessio
         edge(START, 5, 5, "a")]
 
 
+@pytest.mark.slow  # the deep tier: the default tier's time (tests/spark/test_late_on_spark.py's adjusted start edges stay)
 def test_start_edge_moved_to_the_cti_is_stable_once_closed_or_passed(spark: SparkSession) -> None:
     moved: list[InputItem[Signal]] = [a(5), sq.Cti(t(6)), sq.StartEdge(t(1), Signal("b"))]
     latest = SIGNAL.keep_last(1)
@@ -383,6 +385,7 @@ def test_arrival_column_orders_shuffled_edges(spark: SparkSession) -> None:
         assert actual.dropped == (2 if policy is DROP else 0) and actual.adjusted == (0 if policy is DROP else 2)
 
 
+@pytest.mark.slow  # the deep tier: the default tier's time (tests/spark/test_imports_on_spark.py's imports stay)
 def test_edge_input_importing_ctis_and_as_the_cti_source(spark: SparkSession) -> None:
     points = sq.input("data", Signal, shape=sq.Shape.POINT)
     edges = sq.input("edges", Signal, shape=sq.Shape.EDGE)

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.query.nodes import inputs_of
 from streamql.time import from_micros
+from support.depth import tiered
 from support.frames import bind, frame, run_in_shapes
 
 
@@ -98,11 +99,10 @@ EXAMPLES = [
 #: "Continuous integration's time")
 DEEP = ("a right start at the unstable end that does not match does not cut",
         "anti_join on a key by a right start at the left event's unstable end")
-assert set(DEEP) <= {e[0] for e in EXAMPLES}
 
 
 @pytest.mark.parametrize("name,q,sides,released,final_cti",
-                         [pytest.param(*e, id=e[0], marks=[pytest.mark.slow] if e[0] in DEEP else []) for e in EXAMPLES])
+                         tiered(EXAMPLES, deep=DEEP, name=lambda e: e[0], unpack=True, named=True))
 def test_end_floor_decides_the_release(spark: SparkSession, name: str, q: sq.Stream[Any], sides: list[Side],
                                        released: list[tuple[int, int, KV]], final_cti: int) -> None:
     (expected, actual), (expected_edges, actual_edges) = run_both(spark, q, sides, sq.Shape.INTERVAL, sq.Shape.EDGE)

@@ -16,12 +16,12 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.events import InputItem
+from support.depth import spark_examples, tiered
 from support.frames import bind, frame
+from support.must_release import check_release
 from support.plans import assert_distributed, physical_plan
 from support.seeds import every_event
 from support.streams import P, build, crowded_inputs, pipelines, side_by_side, Tied, tied_payloads, us
-from support.depth import spark_examples
-from support.must_release import check_release
 
 EsperOp = tuple[str, int]
 
@@ -354,7 +354,7 @@ def test_esper_plan_is_distributed(spark: SparkSession, name: str) -> None:
     assert_distributed(physical_plan(out), of=f"the {name} query")
 
 
-@pytest.mark.parametrize("ranges", [pytest.param(2, marks=pytest.mark.slow), 7])  # 2: the deep tier
+@pytest.mark.parametrize("ranges", tiered([2, 7], deep={"2"}))
 @pytest.mark.parametrize("name", ["keep_last", "length_batch"])
 def test_numbering_over_many_ranges_equals_reference(spark: SparkSession, name: str, ranges: int) -> None:
     # the ungrouped numbering cuts the start times into as many ranges as shuffle partitions; with

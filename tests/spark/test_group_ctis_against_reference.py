@@ -197,6 +197,7 @@ def test_operators_after_group_windows_equal_reference(spark: SparkSession, data
     equal_reference(spark, data, TWO_INPUTS)
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(3, least=1))
 @given(data=st.data())
 def test_group_ctis_in_micro_batches_equal_reference(spark: SparkSession, data: st.DataObject) -> None:

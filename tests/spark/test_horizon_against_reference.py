@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
+import pytest
 from pyspark.sql import SparkSession
 
 import streamql as sq
@@ -85,6 +86,7 @@ def test_horizon_on_spark_equals_reference(spark: SparkSession, data: st.DataObj
     assert binder.run(q, output=output) == expected
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(3, least=1))
 @given(data=st.data())
 def test_horizon_in_micro_batches_equals_reference(spark: SparkSession, data: st.DataObject) -> None:

@@ -19,6 +19,7 @@ from streamql.query.joins import Join
 from streamql.spark.base.columns import END, START
 from streamql.spark.operators.joins import R_END, R_START, TimeBuckets, equality_keys, meeting_places, time_buckets
 from streamql.time import INFINITY_MICROS
+from support.depth import tiered
 from support.frames import bind, frame
 from support.plans import assert_distributed, physical_plan
 
@@ -73,7 +74,7 @@ def binder(spark: SparkSession, limits: list[InputItem[Reading]]) -> sq.Binder:
     return bind(b, LIMITS, frame(spark, Reading, sq.Shape.INTERVAL, limits, partitions=3), sq.Shape.INTERVAL, SETTINGS)
 
 
-@pytest.mark.parametrize("name", sorted(QUERIES))
+@pytest.mark.parametrize("name", tiered(sorted(QUERIES), deep={"join with open events"}))
 def test_multi_stream_plan_is_an_equi_join(spark: SparkSession, name: str) -> None:
     q, limits = QUERIES[name]
     plan = physical_plan(binder(spark, limits).to_dataframe(q))
@@ -81,11 +82,11 @@ def test_multi_stream_plan_is_an_equi_join(spark: SparkSession, name: str) -> No
     assert "Join" in plan
 
 
-#: the default tier's time: these two run in the deep tier (the other operators of their kinds stay)
-DEEP = ("clip", "anti_join on None")
+#: the default tier's time: these run in the deep tier (the other operators of their kinds stay)
+DEEP = ("clip", "anti_join on None", "join with open events")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in DEEP else n for n in sorted(QUERIES)])
+@pytest.mark.parametrize("name", tiered(sorted(QUERIES), deep=DEEP))
 def test_multi_stream_over_partitions_equals_reference(spark: SparkSession, name: str) -> None:
     q, limits = QUERIES[name]
     reads = {"readings": sq.reference.ReferenceInput(READING_ITEMS, SETTINGS)}

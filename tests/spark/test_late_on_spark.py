@@ -21,8 +21,8 @@ from pyspark.sql import types as T
 
 import streamql as sq
 from streamql.errors import BindingError
+from support.depth import spark_examples, tiered
 from support.frames import NullCti, bind, frame
-from support.depth import spark_examples
 from support.late_cases import CASES, Case, Reading
 from support.must_release import check_release
 from support.streams import (P, SPARK_EXAMPLES, advance_settings, build, edge_items, inputs, payloads, pipelines,
@@ -207,6 +207,7 @@ def test_the_late_frame_holds_the_records_with_the_payload_as_a_struct(spark: Sp
     assert "k is null" in rows[1]["reason"]
 
 
+@pytest.mark.slow  # the deep tier: the default tier's time (the late frame of one input stays)
 def test_late_frame_of_two_inputs_merges_their_payload_fields(spark: SparkSession) -> None:
     @dataclasses.dataclass(frozen=True)
     class Q:
@@ -283,11 +284,9 @@ SPARK_CASES = [c for c in CASES if c.name != "bad_point"]
 #: default tier runs (docs/decisions.md, "Continuous integration's time")
 DEEP = ("late_intervals_under_adjust", "late_points_under_adjust", "late_edges_under_drop",
         "an_adjustment_that_empties_an_edge_event_is_one_dropped_record")
-assert set(DEEP) <= {c.name for c in SPARK_CASES}
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.name in DEEP else [])
-                                  for c in SPARK_CASES])
+@pytest.mark.parametrize("case", tiered(SPARK_CASES, deep=DEEP, name=lambda c: c.name, named=True))
 def test_hand_worked_late_case_on_spark(spark: SparkSession, case: Case) -> None:
     """Each case's records (without reasons), counts and INTERVAL output on Spark, every input bound
     with an ``arrival`` column (the list position: the reference's one clock, imports included) and

@@ -20,7 +20,7 @@ import streamql as sq
 from streamql.errors import BadInputError, BindingError
 from streamql.spark.runtime.jobs import counting_jobs
 from streamql.time import from_micros
-from support.depth import spark_examples
+from support.depth import spark_examples, tiered
 from support.partitions import (UNDECLARED, bind_partitioned, interleavings, partitioned, partitioned_frame,
                                 partitioned_items)
 from support.streams import P, SPARK_EXAMPLES, advance_settings, build, pipelines
@@ -41,7 +41,7 @@ def fast_then_slow() -> list[tuple[int, int, Any]]:
     return [(0, i, item) for i, item in enumerate(FAST)] + [(1, i, item) for i, item in enumerate(SLOW)]
 
 
-@pytest.mark.parametrize("arrival", [False, pytest.param(True, marks=pytest.mark.slow)])  # True: the deep tier
+@pytest.mark.parametrize("arrival", tiered([False, True], deep={"True"}))
 def test_a_fast_partition_does_not_drop_a_slow_ones_events(spark: SparkSession, arrival: bool) -> None:
     df = partitioned_frame(spark, sq.Shape.POINT, fast_then_slow(), spark_partitions=2)
     binder = bind_partitioned(sq.Binder(spark), x, df, sq.Shape.POINT, EVERY_EVENT, [0, 1], arrival=arrival)

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.query.nodes import inputs_of
 from streamql.spark.operators.explain import plan_lines
-from support.depth import spark_examples
+from support.depth import spark_examples, tiered
 from support.frames import bind, frame, imported_after_importer
 from support.must_release import check_release
 from support.pattern_cases import CASES, Case, Event
@@ -54,8 +54,7 @@ def spark_run(spark: SparkSession, q: sq.Stream[Any], sides: Sides, output: sq.S
 EVERY_TIER = {"not followed by within at a CTI"}
 
 
-@pytest.mark.parametrize("case", [c if c.name in EVERY_TIER else pytest.param(c, marks=pytest.mark.slow)
-                                  for c in CASES], ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", tiered(CASES, default=EVERY_TIER, name=lambda c: c.name, named=True))
 def test_hand_worked_case_on_spark(spark: SparkSession, case: Case) -> None:
     streams = {name: sq.input(name, Event, side.shape) for name, side in case.sides.items()}
     q = case.query(streams)
@@ -178,8 +177,8 @@ PLANS = [(on, pattern) for on in ("keys", "condition of both", "no key", "none")
          for pattern in ("followed_by", "all_matches", "not_followed_by")]
 
 
-@pytest.mark.parametrize("on, pattern", [p if p == ("keys", "followed_by") else pytest.param(*p, marks=pytest.mark.slow)
-                                         for p in PLANS], ids=[f"{o}-{p}" for o, p in PLANS])
+@pytest.mark.parametrize("on, pattern", tiered(PLANS, default={"keys-followed_by"}, name="-".join, unpack=True,
+                                                named=True))
 def test_the_plans_never_meet_in_one_partition(spark: SparkSession, on: str, pattern: str) -> None:
     condition = {"keys": ONS[0], "condition of both": ONS[2], "no key": ONS[3], "none": ONS[4]}[on]
     left, right = sq.input("left", P, sq.Shape.POINT), sq.input("right", P, sq.Shape.POINT)
@@ -234,8 +233,7 @@ def _count(lines: list[str], operator: str) -> int:
 PER_KEY = ["followed_by itself", "followed_by", "not_followed_by itself", "not_followed_by"]
 
 
-@pytest.mark.parametrize("pattern", [p if p == "followed_by itself" else pytest.param(p, marks=pytest.mark.slow)
-                                     for p in PER_KEY])
+@pytest.mark.parametrize("pattern", tiered(PER_KEY, default={"followed_by itself"}))
 def test_the_per_key_plans_shuffle_and_sort_once(spark: SparkSession, pattern: str) -> None:
     """The per-key sort's plan: one shuffle and one sort for both windows, each input scanned once,
     and a stream followed by itself not stacked on itself (issue 26's benchmark rows)."""

@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.time import from_micros
+from support.depth import tiered
 from support.frames import bind, frame, run_in_shapes
 from support.release_cases import CASES, Case, ordered_edges
 
@@ -24,8 +25,8 @@ def binder(spark: SparkSession, case: Case) -> sq.Binder:
     return bound
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.slow] if c.deep else [], id=c.name)
-                                  for c in CASES])
+@pytest.mark.parametrize("case", tiered(CASES, deep={c.name for c in CASES if c.deep}, name=lambda c: c.name,
+                                        named=True))
 def test_case_on_spark(spark: SparkSession, case: Case) -> None:
     q: sq.Stream[Any] = case.built()
     interval, point, edge = run_in_shapes(binder(spark, case), q, sq.Shape.INTERVAL, sq.Shape.POINT, sq.Shape.EDGE)

@@ -19,7 +19,7 @@ import streamql as sq
 from streamql.events import InputItem
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.runtime.phases import recording
-from support.depth import examples
+from support.depth import examples, tiered
 from support.frames import bind, frame
 
 KINDS = [scan.INSERT, scan.INSERT, scan.INSERT, scan.START_EDGE, scan.END_EDGE, scan.CTI]
@@ -114,8 +114,8 @@ def alter_settings(policy: sq.AdvanceTimePolicy) -> sq.AdvanceTimeSettings:
                                   policy=policy)
 
 
-@pytest.mark.parametrize("policy", [sq.AdvanceTimePolicy.DROP,
-                                    pytest.param(sq.AdvanceTimePolicy.ADJUST, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("policy", tiered([sq.AdvanceTimePolicy.DROP, sq.AdvanceTimePolicy.ADJUST], deep={"ADJUST"},
+                                           name=lambda p: p.name))
 def test_late_events_in_every_unit_take_at_most_one_simulation_round(spark: SparkSession,
                                                              policy: sq.AdvanceTimePolicy) -> None:
     items = alter_late(800, 53)  # 4 partitions of 200 events, 3 or 4 late events in each

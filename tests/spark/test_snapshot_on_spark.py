@@ -24,8 +24,8 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.spark.windows import snapshot
 from streamql.time import to_micros
+from support.depth import spark_examples, tiered
 from support.frames import bind, frame
-from support.depth import spark_examples
 from support.must_release import check_release
 from support.plans import assert_distributed, physical_plan
 from support.streams import side_by_side
@@ -203,7 +203,7 @@ def test_boundary_at_the_cti_made_by_a_stable_end(spark: SparkSession) -> None:
         (0, 5, Summary(1, 1.0, 1.0, 1.0)), (5, 10, Summary(2, 3.0, 1.0, 2.0))]
 
 
-@pytest.mark.parametrize("drop_level_one", [False, pytest.param(True, marks=pytest.mark.slow)])  # True: deep tier
+@pytest.mark.parametrize("drop_level_one", tiered([False, True], deep={"True"}))
 def test_boundary_at_the_cti_made_only_by_an_unstable_start(spark: SparkSession, drop_level_one: bool) -> None:
     """Two snapshots: the first (per key) outputs [10, 15) with an unstable start (10 is not before
     the CTI 10). In the second, with [5, 10) of key 2 filtered out, only that unstable start makes

@@ -21,6 +21,7 @@ from streamql import binder as binder_module
 from streamql.query.nodes import inputs_of
 from streamql.spark.operators.flow import input_flow
 from streamql.spark.runtime.phases import Phase, recording
+from support.depth import tiered
 from support.frames import bind, frame
 
 
@@ -95,7 +96,7 @@ def plan_jobs(phases: dict[str, Phase]) -> int:
 DEFAULT = ("keep_last",)
 
 
-@pytest.mark.parametrize("name", [n if n in DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in QUERIES])
+@pytest.mark.parametrize("name", tiered(QUERIES, default=DEFAULT))
 def test_ungrouped_windows_take_their_borders_from_the_scan(spark: SparkSession, name: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     query = QUERIES[name]

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 import streamql as sq
 from streamql.reference import ReferenceInput
 
-from support.depth import spark_examples
+from support.depth import spark_examples, tiered
 from support.frames import bind, frame
 from support.must_release import check_release
 from support.plans import assert_distributed, physical_plan
@@ -157,7 +157,7 @@ SAMPLES = sq.input("samples", Sample, shape=sq.Shape.INTERVAL)
 SAMPLE_ITEMS = [sq.Insert(7 * k, 7 * k + 3 + k % 11, Sample(k % 4, k % 13)) for k in range(300)]
 
 
-@pytest.mark.parametrize("kind", ["hopping", pytest.param("snapshot", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", tiered(["hopping", "snapshot"], deep={"snapshot"}))
 def test_ungrouped_top_k_is_distributed_and_equals_reference(spark: SparkSession, kind: str) -> None:
     """An ungrouped window's members are ranked where they are gathered: no plan collapses the data
     into one partition, and the result over four partitions is the reference evaluator's."""

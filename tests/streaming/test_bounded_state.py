@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 import streamql as sq
 from streamql.query.nodes import inputs_of
-from support.depth import spark_examples
+from support.depth import spark_examples, tiered
 from support.incremental import StreamInput, cuts, expected_after, flushing, pipeline_floor, run_in_steps
 from support.streams import P, SPARK_EXAMPLES, build, edge_items, inputs, pipelines, side_by_side, us
 
@@ -99,12 +99,12 @@ def state_sizes(spark: SparkSession, q: sq.Stream[Any]) -> list[int]:
     return sizes
 
 
-#: the family the default tier runs (20-30 s each: 20 micro-batches); the deep tier runs every family
-EVERY_TIER = {"hopping on partials"}
+#: the families the default tier runs (none: 12-30 s each, 20 micro-batches); the deep tier runs every
+#: family (tests/streaming/test_state_in_memory.py's hand-worked steps carry state in the default tier)
+EVERY_TIER: set[str] = set()
 
 
-@pytest.mark.parametrize("family", [f if f in EVERY_TIER else pytest.param(f, marks=pytest.mark.slow)
-                                    for f in sorted(BOUNDED)])
+@pytest.mark.parametrize("family", tiered(sorted(BOUNDED), default=EVERY_TIER))
 def test_the_state_stays_bounded(spark: SparkSession, family: str) -> None:
     sizes = state_sizes(spark, BOUNDED[family]())
     # a window or lifetime of at most 30 us over events 10 us apart (two inputs), CTIs every 50 us:

@@ -15,6 +15,7 @@ import streamql as sq
 from streamql.query import esper
 from streamql.spark.streaming.state import StateStore
 from streamql.spark.streaming.retention import CountedBatch, counted_batches
+from support.depth import tiered
 from support.incremental import StreamInput, run_in_steps
 from support.streams import P, us
 
@@ -64,8 +65,7 @@ QUERIES: dict[str, Callable[[], sq.Stream[Any]]] = {
 IN_DEFAULT_TIER: set[str] = set()  # bounded state of every family is the deep tier's (20 s a query)
 
 
-@pytest.mark.parametrize("name", [n if n in IN_DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(QUERIES)])
+@pytest.mark.parametrize("name", tiered(sorted(QUERIES), default=IN_DEFAULT_TIER))
 def test_offsets_count_the_dropped_events(spark: SparkSession, tmp_path: Path, name: str) -> None:
     sizes = run(spark, QUERIES[name](), sq.Shape.POINT, points(), tmp_path)
     assert max(sizes) <= 60, sizes

@@ -53,6 +53,7 @@ def chains(draw: st.DrawFn, q: sq.Stream[P]) -> sq.Stream[P]:
     return q
 
 
+@pytest.mark.slow  # the deep tier (tests/support/depth.py: property tests of micro-batches)
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(5, least=1))
 @given(data=st.data())
 def test_windows_on_partials_equal_reference_after_every_micro_batch(spark: SparkSession, data: st.DataObject) -> None:

@@ -43,6 +43,11 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any, Callable, Collection, Iterable, Sequence, TypeVar, cast
+
+import pytest
+
+T = TypeVar("T")
 
 #: the deep tier is running (``STREAMQL_DEPTH=deep``)
 DEEP = os.environ.get("STREAMQL_DEPTH", "default") == "deep"
@@ -90,3 +95,26 @@ def spark_examples(n: int, least: int = 2) -> int:
     tier enough runs of ``PARTS`` inputs that both tiers together check at least ``DEPTH * n``
     inputs; times ``STREAMQL_EXAMPLES``."""
     return MULTIPLIER * (deep_runs(n, least, PARTS) if DEEP else spark_default_runs(n, least))
+
+
+def tiered(values: Iterable[T], *, deep: Collection[str] | None = None, default: Collection[str] | None = None,
+           name: Callable[[T], str] = str, unpack: bool = False, named: bool = False) -> list[Any]:
+    """A parametrize list of ``values`` in which the values the deep tier alone runs are marked
+    ``slow``: those whose ``name`` is in ``deep``, or (given ``default`` instead) those whose name is
+    not in ``default``. Raises ``ValueError`` when ``deep`` or ``default`` names no value (a renamed
+    case would otherwise move tiers unseen). ``unpack``: each value is a tuple of the test's
+    arguments; ``named``: the value's name is its test id."""
+    if (deep is None) == (default is None):
+        raise ValueError("tiered takes deep or default, one of them")
+    values = list(values)
+    names = [name(v) for v in values]
+    listed = set(deep if deep is not None else default or ())
+    unknown = listed - set(names)
+    if unknown:
+        raise ValueError(f"tiered: no value is named {sorted(unknown)}")
+    out: list[Any] = []
+    for value, n in zip(values, names):
+        slow = n in listed if deep is not None else n not in listed
+        args: Sequence[Any] = cast("Sequence[Any]", value) if unpack else (value,)
+        out.append(pytest.param(*args, id=n if named else None, marks=[pytest.mark.slow] if slow else []))
+    return out

@@ -18,9 +18,12 @@ does. streamql itself leaves py4j as it is: the user's process is the user's.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Hashable
+from contextlib import contextmanager
+from typing import Any, Callable, Hashable, Iterator
 
 _FOUND: dict[Hashable, Any] = {}
+#: py4j's own ``__getattr__`` of each class ``install`` replaced
+_OWN: dict[type, Any] = {}
 _installed = False
 
 
@@ -47,6 +50,7 @@ def install() -> None:
     # py4j ships no type information: its module is taken as ``Any``
     gateway: Any = importlib.import_module("py4j.java_gateway")
     kinds = (gateway.JavaClass, gateway.JavaPackage, gateway.JavaMember)
+    _OWN.update({cls: cls.__getattr__ for cls in (gateway.JVMView, gateway.JavaPackage, gateway.JavaClass)})
     gateway.JVMView.__getattr__ = _remembering(
         gateway.JVMView.__getattr__, lambda view, name: (id(view._gateway_client), "view", view._id, name), kinds)
     gateway.JavaPackage.__getattr__ = _remembering(
@@ -54,3 +58,17 @@ def install() -> None:
         lambda package, name: (id(package._gateway_client), "package", package._fqn, package._jvm_id, name), kinds)
     gateway.JavaClass.__getattr__ = _remembering(
         gateway.JavaClass.__getattr__, lambda cls, name: (id(cls._gateway_client), "class", cls._fqn, name), kinds)
+
+
+@contextmanager
+def set_aside() -> Iterator[None]:
+    """py4j's own lookups inside the block, what was remembered forgotten (to compare with them)."""
+    ours = {cls: getattr(cls, "__getattr__") for cls in _OWN}
+    _FOUND.clear()
+    for cls, own in _OWN.items():
+        setattr(cls, "__getattr__", own)
+    try:
+        yield
+    finally:
+        for cls, remembering in ours.items():
+            setattr(cls, "__getattr__", remembering)

@@ -465,6 +465,7 @@ _DEEP_ON_SPARK = frozenset({
     "to_signal after a count window sees its group's CTI inside group_apply",
     "followed_by within a key after a count window sees its group's CTI inside group_apply",
     "anti_join by a right start at the left event's unstable end",
+    "clip by a right start at the left event's unstable end",
     "a length_batch event keeps its own stream's bound through a union",
     "adjusted start edge emptied later",
     "adjusted start edge closed later",

@@ -2,14 +2,15 @@
 
 Two tiers, by pytest's own means:
 
-- the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test
-  of the reference evaluator and one or two hand-worked cases of each kind on Spark (the others of a
-  kind are marked ``slow``), the examples, the documentation, a Structured Streaming smoke test and
-  a few examples of every property test (a fifth of its standard count ``n``, at least 2; half
-  that, at least one, for a Spark property test) but those of micro-batches, of which it runs one
-  (``test_one_input_pipelines_in_micro_batches_equal_reference``; a micro-batch example costs
-  10-30 s), and leaves out the tests marked ``slow`` (``addopts`` in ``pyproject.toml`` deselects
-  them; docs/decisions.md, "Continuous integration's time");
+- the **default tier** — ``pytest -q``, the README's test command — runs every hand-worked test of
+  the reference evaluator and one or two hand-worked cases of each kind on Spark (the others of a
+  kind are marked ``slow``: ``tiered`` marks a parametrized test's values), the examples, the
+  documentation, a Structured Streaming smoke test and a few examples of every property test (a
+  fifth of its standard count ``n``, at least 2; half that, at least one, for a Spark property test)
+  but those of micro-batches, of which it runs one
+  (``test_one_input_pipelines_in_micro_batches_equal_reference``; a micro-batch example costs 10-30
+  s), and leaves out the tests marked ``slow`` (``addopts`` in ``pyproject.toml`` deselects them;
+  docs/decisions.md, "Continuous integration's time");
 - the **deep tier** — ``STREAMQL_DEPTH=deep pytest -q -m "slow or hypothesis"``, which ``.ci/run``
   runs after the default tier — runs the ``slow`` tests (restarts, kill -9, local-cluster, the site
   build, ...) and every property test again with new random examples: the reference evaluator's

@@ -2,8 +2,8 @@
 query never collapses the data into one
 partition (no ``SinglePartition`` exchange) and never pairs rows without an equi-join key (no
 ``CartesianProduct``/``BroadcastNestedLoopJoin``) — for inputs in partition order and inputs
-with an ``arrival`` column, under DROP and ADJUST with late events, so that the join applying
-the scan's decisions is in the plan. And the arrival-order scan over several scan units: late
+with an ``arrival`` column, under DROP and ADJUST with late events, with the join applying the
+scan's decisions in the plan (or, when few, the decisions as literals of the plan). And the arrival-order scan over several scan units: late
 events in every unit, in partition order or shuffled with an arrival column, give the
 reference evaluator's Result."""
 from __future__ import annotations
@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 import streamql as sq
 from streamql.events import InputItem
 from streamql.spark.ingress import arrival_scan
 from streamql.spark.ingress import scan as ingress
+from streamql.spark.runtime.jobs import counting_jobs
 from streamql.time import to_micros
 from support.frames import bind, frame
 from support.plans import assert_distributed, physical_plan
@@ -81,7 +82,9 @@ def reference_rows(items: list[InputItem[Sample]], at: sq.AdvanceTimeSettings) -
 @pytest.mark.parametrize("policy", list(sq.AdvanceTimePolicy), ids=lambda p: p.name)
 @pytest.mark.parametrize("arrival", [False, True], ids=["partition-order", "arrival-column"])
 def test_plan_has_no_single_partition_and_no_cartesian_join(spark: SparkSession, arrival: bool,
-                                                           policy: sq.AdvanceTimePolicy) -> None:
+                                                           policy: sq.AdvanceTimePolicy,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ingress, "INLINE_DECISIONS", 0)  # as with more decisions than the plan takes as literals
     items = late_items(12, 4)
     at = settings(policy)
     df = frame(spark, Sample, sq.Shape.INTERVAL, items, partitions=3, arrival=arrival, seed=7)
@@ -102,7 +105,8 @@ def test_plan_has_no_single_partition_and_no_cartesian_join(spark: SparkSession,
 def test_plan_without_broadcast_joins_is_a_shuffled_equi_join(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     items = late_items(12, 3)
     at = settings(sq.AdvanceTimePolicy.ADJUST)
-    # as with millions of decisions: no broadcast hint, and Spark may not broadcast on its own
+    # as with millions of decisions: no literals, no broadcast hint, and Spark may not broadcast on its own
+    monkeypatch.setattr(ingress, "INLINE_DECISIONS", 0)
     monkeypatch.setattr(ingress, "BROADCAST_DECISIONS", 0)
     with spark_conf(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
         df = frame(spark, Sample, sq.Shape.INTERVAL, items, partitions=3, arrival=True, seed=3)
@@ -111,6 +115,46 @@ def test_plan_without_broadcast_joins_is_a_shuffled_equi_join(spark: SparkSessio
         plan = physical_plan(out)
     assert_distributed(plan)
     assert "SortMergeJoin [_sq_seq" in plan or "ShuffledHashJoin [_sq_seq" in plan, plan
+
+
+@pytest.mark.parametrize("policy", list(sq.AdvanceTimePolicy), ids=lambda p: p.name)
+def test_few_decisions_are_literals_of_the_plan_and_run_no_job_of_their_own(spark: SparkSession,
+                                                                           policy: sq.AdvanceTimePolicy,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most ``INLINE_DECISIONS`` decisions are brought to the driver once and written into the
+    plan: no join applies them, and each job over the output is one job fewer than with the
+    broadcast join (whose build side is a job of every action)."""
+    items = late_items(12, 4)
+    at = settings(policy)
+
+    def output() -> DataFrame:
+        df = frame(spark, Sample, sq.Shape.INTERVAL, items, partitions=3, arrival=True, seed=7)
+        return bind(sq.Binder(spark), SOURCE, df, sq.Shape.INTERVAL, at, arrival=True).to_dataframe(QUERY)
+
+    inlined = output()
+    plan = physical_plan(inlined)
+    assert_distributed(plan)
+    assert "_sq_d_seq" not in plan and "Join" not in plan, plan
+    with counting_jobs(spark, "the inlined decisions") as few:
+        assert released_rows(inlined) == reference_rows(items, at)
+    monkeypatch.setattr(ingress, "INLINE_DECISIONS", 0)
+    joined = output()
+    assert "_sq_d_seq" in physical_plan(joined)
+    with counting_jobs(spark, "the joined decisions") as many:
+        assert released_rows(joined) == reference_rows(items, at)
+    assert few.jobs is not None and many.jobs is not None
+    assert few.jobs < many.jobs, (few.jobs, many.jobs)
+
+
+def test_a_row_without_a_decision_takes_none_among_inlined_ones(spark: SparkSession) -> None:
+    """The literals' lookup: the rows named take their action and time (a null time too), the others nulls."""
+    events = spark.createDataFrame([(1,), (2,), (3,), (2**40,)], "_sq_seq long")
+    decided = [Row(seq=2, action=arrival_scan.DROP, time=None), Row(seq=2**40, action=arrival_scan.ADJUST_START, time=7)]
+    rows = ingress._with_inlined(events, decided).orderBy("_sq_seq").collect()
+    assert [(r[0], r[1], r[2]) for r in rows] == [(1, None, None), (2, arrival_scan.DROP, None), (3, None, None),
+                                                  (2**40, arrival_scan.ADJUST_START, 7)]
+    schema = ingress._with_inlined(events, decided).schema
+    assert (schema["_sq_action"].dataType.simpleString(), schema["_sq_moved_to"].dataType.simpleString()) == ("int", "bigint")
 
 
 @pytest.mark.parametrize("arrival", [False, True], ids=["partition-order", "arrival-column"])

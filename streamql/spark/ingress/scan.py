@@ -11,7 +11,7 @@ import attrs
 import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel, TaskContext
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -31,6 +31,10 @@ from streamql.spark.runtime.phases import phase
 from streamql.spark.runtime.workers import collected
 from streamql.time import INFINITY_MICROS, from_micros
 
+#: up to this many decisions (late events dropped or moved) are brought to the driver once, in one
+#: job, and written into the events' plan as literals: every later job over the events (a live
+#: step writes its sink and its late records) applies them without a job of its own
+INLINE_DECISIONS = 256
 #: up to this many decisions (late events dropped or moved) are broadcast to the events
 BROADCAST_DECISIONS = 2_000_000
 #: a simulation round makes residue tables only while their rows (units times residues), which
@@ -960,12 +964,31 @@ def _with_decisions(prepared: DataFrame, decisions: _Decisions) -> DataFrame:
     applied = decisions.records[0]
     for more in decisions.records[1:]:
         applied = applied.unionByName(more)
+    if decisions.dropped + decisions.adjusted <= INLINE_DECISIONS:
+        with phase("scan decisions"):
+            decided = applied.collect()
+        if len({r["seq"] for r in decided}) == len(decided):  # one decision a row, as the join below takes them
+            return _with_inlined(events, decided)
     applied = applied.select(F.col("seq").alias("_sq_d_seq"), F.col("action").alias(ACTION),
                              F.col("time").alias(MOVED_TO))
     if decisions.dropped + decisions.adjusted <= BROADCAST_DECISIONS:
         # the usual case: few late events; joining them to every partition avoids moving the events
         applied = F.broadcast(applied)
     return events.join(applied, events[SEQ] == applied["_sq_d_seq"], "left")
+
+
+def _with_inlined(events: DataFrame, decided: list[Row]) -> DataFrame:
+    """``events`` with the decisions ``decided`` (rows of ``seq``, ``action``, ``time``) as literals: a
+    row whose ``seq`` is among them (a hash set's lookup) takes its action and time from two literal
+    maps, which the optimizer folds into one value each; every other row takes nulls."""
+    if not decided:
+        return events.withColumns({ACTION: F.lit(None).cast("int"), MOVED_TO: F.lit(None).cast("long")})
+    seq = F.col(SEQ)
+    actions = F.create_map(*[c for r in decided for c in (F.lit(r["seq"]).cast("long"), F.lit(r["action"]).cast("int"))])
+    times = F.create_map(*[c for r in decided for c in (F.lit(r["seq"]).cast("long"), F.lit(r["time"]).cast("long"))])
+    known = seq.isin([r["seq"] for r in decided])
+    return events.withColumns({ACTION: F.when(known, F.element_at(actions, seq)),
+                               MOVED_TO: F.when(known, F.element_at(times, seq))})
 
 
 @attrs.frozen(eq=False)

@@ -960,7 +960,7 @@ def _with_decisions(prepared: DataFrame, decisions: _Decisions) -> DataFrame:
     ``_sq_moved_to``, null where the event is accepted as it is."""
     events = prepared.filter(F.col(BAD).isNull() & (F.col(KIND) != scan.CTI))
     if not decisions.records:
-        return events.withColumns({ACTION: F.lit(None).cast("int"), MOVED_TO: F.lit(None).cast("long")})
+        return _with_inlined(events, [])
     applied = decisions.records[0]
     for more in decisions.records[1:]:
         applied = applied.unionByName(more)

@@ -22,6 +22,7 @@ from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.runtime.connect import AnySession, local_checkpoint, parallelism
 from streamql.spark.runtime.files import Files
 from streamql.spark.streaming.retention import Floor
+from streamql.time import INFINITY_MICROS
 
 #: a state's frames are written together: the frame a row belongs to, and (numbered) its columns
 _FRAME = "_sq_frame"
@@ -61,6 +62,9 @@ class RunState:
     #: released events starting before it cannot be computed again: they leave the released sets
     keep_floor: Floor = None
     out_cti: int | None = None
+    #: every event released so far starts before it (``None``: nothing released yet); a checkpoint
+    #: written before it was kept reads as ``INFINITY_MICROS``: any released event may start anywhere
+    released_below: int | None = None
     dropped: int = 0
     adjusted: int = 0
     bad_rows: int = 0
@@ -79,7 +83,7 @@ class RunState:
     def from_json(text: str) -> RunState:
         raw = json.loads(text)
         inputs = {name: InputState(**{**i, "scan": scan.ScanState(**i["scan"])}) for name, i in raw["inputs"].items()}
-        return RunState(**{**raw, "inputs": inputs})
+        return RunState(**{"released_below": INFINITY_MICROS, **raw, "inputs": inputs})
 
 
 @attrs.frozen

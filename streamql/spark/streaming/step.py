@@ -428,11 +428,20 @@ def _run_state(plan: Plan, before: RunState, batch: int, inputs: Mapping[str, _I
     inputs' in the step (``inputs``), and the events the first output shape released (``counts``)."""
     return RunState(
         batch=batch, inputs=states, out_floor=out_floor, keep_floor=keep_floor, out_cti=out_cti,
+        released_below=_released_below(before.released_below, out_cti),
         dropped=before.dropped + sum(i.decided.dropped for i in inputs.values()),
         adjusted=before.adjusted + sum(i.decided.adjusted for i in inputs.values()),
         bad_rows=before.bad_rows + sum(i.decided.bad_rows for i in inputs.values()),
         released=before.released + (counts[plan.shapes[0]] if plan.shapes else 0),
         flushed=before.flushed or out_cti == INFINITY_MICROS, signature=plan.signature)
+
+
+def _released_below(before: int | None, out_cti: int | None) -> int | None:
+    """``RunState.released_below`` after a step whose output CTI is ``out_cti``: the release rule
+    releases only what starts before the output CTI."""
+    if out_cti is None:
+        return before
+    return out_cti if before is None else max(before, out_cti)
 
 
 def _outcome(inputs: Mapping[str, _InputStep], released_now: Mapping[Shape, DataFrame], persisted: list[DataFrame],
@@ -462,7 +471,8 @@ def _plan_step(plan: Plan, carried: Carried, batch: int, inputs: Mapping[str, _I
     # what ends before the previous output floor may be wrong (its inputs are gone) and was released
     floor = carried.state.out_floor
     candidates = out if floor is None else out.filter(F.col(END) >= F.lit(floor))
-    releasing = functools.partial(_released_again, cti=output.cti, payload=plan.payload, before=carried.released)
+    releasing = functools.partial(_released_again, cti=output.cti, payload=plan.payload, before=carried.released,
+                                  below=carried.state.released_below)
     released_now = {shape: releasing(shape, candidates) for shape in plan.shapes}
     make_carried = functools.partial(_carried_after_plan, plan=plan, before=carried, batch=batch, inputs=inputs,
                                      flows=flows, out_cti=output.cti, counted=counted, offsets=offsets,
@@ -471,12 +481,18 @@ def _plan_step(plan: Plan, carried: Carried, batch: int, inputs: Mapping[str, _I
 
 
 def _released_again(shape: Shape, candidates: DataFrame, *, cti: int | None, payload: list[str],
-                    before: Mapping[str, DataFrame]) -> DataFrame:
+                    before: Mapping[str, DataFrame], below: int | None) -> DataFrame:
     """What ``shape``'s output releases now: what the release rule releases of ``candidates`` at
-    the output CTI ``cti``, minus what was released before (``before``, by shape name)."""
+    the output CTI ``cti``, minus what was released before (``before``, by shape name), every row of
+    which starts before ``below`` (``RunState.released_below``)."""
     releasable = release(candidates, cti, shape, payload)
     before_set = before.get(shape.name)
-    return releasable if before_set is None else releasable.exceptAll(before_set)
+    if before_set is None or below is None:
+        return releasable
+    # only a row starting before ``below`` can be among those released before: the rest are new
+    # as they are, and the multiset difference shuffles the few that can
+    old = F.col(START) < F.lit(below)
+    return releasable.filter(~old).unionByName(releasable.filter(old).exceptAll(before_set))
 
 
 def _carried_after_plan(least: Least, counts: Mapping[Shape, int], *, plan: Plan, before: Carried, batch: int,

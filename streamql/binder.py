@@ -31,6 +31,7 @@ from streamql.spark import windows as _windows  # noqa: F401 - registers the win
 from streamql.spark.operators.flow import Flow, compile_node, input_flow, union_flow
 from streamql.spark.compat import in_ansi_mode
 from streamql.spark.runtime.files import Files
+from streamql.spark.runtime.origins import building
 from streamql.spark.runtime.phases import phase
 from streamql.spark.base.deferred import Deferred
 from streamql.spark.ingress.late import late_frame, late_records, written_columns
@@ -114,6 +115,7 @@ class Binder:
         return MappingProxyType(self._bindings)
 
     @in_ansi_mode
+    @building()
     def bind(self, stream: Stream[T], source: DataFrame, *, start: str, end: str | None = None,
              edge: str | None = None, kind: str | None = None, arrival: str | None = None,
              partition: str | None = None, partitions: Sequence[int | str] | None = None,
@@ -283,6 +285,7 @@ class Binder:
         return scan_order(self._bindings, read)
 
     @in_ansi_mode
+    @building()
     def start(self, q: Stream[T], *, sink: str, checkpoint: str, format: str = "parquet",
               name: str | None = None, output: Shape = Shape.INTERVAL, trigger: str | None = None,
               feed: bool = True, late_sink: str | None = None) -> RunningQuery[T]:
@@ -308,6 +311,7 @@ class Binder:
                      output=output, trigger=trigger, feed=feed, late_sink=late_sink)
 
     @in_ansi_mode
+    @building()
     def to_dataframe(self, q: Stream[T]) -> DataFrame:
         """The released events as a DataFrame: ``start``, ``end`` (UTC timestamps, ``9999-12-31
         23:59:59.999999`` for an open end), then the payload fields. The input scans run now;
@@ -318,6 +322,7 @@ class Binder:
         return _user_columns(execution.released(Shape.INTERVAL), q)
 
     @in_ansi_mode
+    @building()
     def explain(self, q: Stream[T], output: Shape = Shape.INTERVAL) -> str:
         """``q.explain()`` with the operators numbered, then the Spark physical plan of the bound
         query (released as ``output``) with every plan line named by the streamql operator it
@@ -336,6 +341,7 @@ class Binder:
             execution.unpersist()
 
     @in_ansi_mode
+    @building()
     def run(self, q: Stream[T], output: Shape = Shape.INTERVAL, late: bool = False) -> Result[T]:
         """Runs ``q`` and collects what it releases as ``output`` (INTERVAL, POINT or EDGE).
 
@@ -355,6 +361,7 @@ class Binder:
             execution.unpersist()
 
     @in_ansi_mode
+    @building()
     def late(self, q: Stream[Any]) -> DataFrame:
         """One row per row of the inputs ``q`` reads that the violation policy dropped or moved, or
         ``bad_rows="drop"`` dropped: ``input``, ``arrival`` (the arrival column as a long —
@@ -375,11 +382,13 @@ class Binder:
                            for name, (schema, deferred) in _late_inputs(read, ingresses).items()})
 
     @in_ansi_mode
+    @building()
     def collect(self, q: Stream[T]) -> list[Event[T]]:
         """The released events of ``q`` (``run(q).events``)."""
         return self.run(q).events
 
     @in_ansi_mode
+    @building()
     def write(self, q: Stream[T], path: str, format: str = "parquet", mode: str = "errorifexists",
               late_path: str | None = None) -> Result[T]:
         """Writes the released events (as ``to_dataframe``) to ``path`` and returns the counts and
@@ -410,6 +419,7 @@ class Binder:
 
     # --- many queries over one scan -------------------------------------------------------
     @in_ansi_mode
+    @building()
     def run_many(self, queries: Mapping[str, Stream[Any]], output: Shape = Shape.INTERVAL) -> dict[str, Result[Any]]:
         """Runs several queries together: under each name, exactly what ``run`` of that query alone
         returns. Every input is scanned once for all the queries that read it, and the operators
@@ -429,6 +439,7 @@ class Binder:
                              functools.partial(_collected_together, output=output))
 
     @in_ansi_mode
+    @building()
     def write_many(self, queries: Mapping[str, Stream[Any]], paths: Mapping[str, str], format: str = "parquet",
                    mode: str = "errorifexists") -> dict[str, Result[Any]]:
         """``write`` for several queries over one scan of each input (as ``run_many``): query
@@ -453,6 +464,7 @@ class Binder:
             return _by_group(executions, writes.alone, writes.together, may_group=writes.is_new)
 
     @in_ansi_mode
+    @building()
     def start_many(self, queries: Mapping[str, Stream[Any]], *, sinks: Mapping[str, str], checkpoint: str,
                    format: str = "parquet", name: str | None = None) -> RunningQuery[Any]:
         """``start`` for several queries as ONE Structured Streaming query with one checkpoint: each

@@ -54,6 +54,7 @@ from streamql.spark.runtime.connect import AnySession, is_connect
 from streamql.spark.runtime.delta import DELTA, app_id, append_once
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.jobs import counting_jobs
+from streamql.spark.runtime.origins import building
 from streamql.spark.runtime.phases import phase, recording
 from streamql.spark.base.schema import spark_type
 from streamql.spark.base.columns import START
@@ -282,7 +283,8 @@ class _Query:
                    session: SparkSession, scanned: Mapping[str, Ingress] | None) -> tuple[Carried, int, Step, int]:
         """``_step``, once more from the committed files if the state in memory is gone."""
         try:
-            return self._step(carried, new, batch, final, session, scanned)
+            with building():
+                return self._step(carried, new, batch, final, session, scanned)
         except StreamqlError:
             raise
         except Exception:
@@ -292,7 +294,8 @@ class _Query:
             # the committed files, as after a crash (what it published already stays as it is)
             self.store.forget()
             carried = self.store.load(carried.state.batch, session)
-            return self._step(carried, new, batch, final, session, scanned)
+            with building():
+                return self._step(carried, new, batch, final, session, scanned)
 
     def _step(self, carried: Carried, new: Mapping[str, DataFrame], batch: int, final: bool, session: SparkSession,
               scanned: Mapping[str, Ingress] | None) -> tuple[Carried, int, Step, int]:

@@ -93,6 +93,7 @@ def _settings(config: dict[str, str]) -> dict[str, str]:
         # PySpark's DataFrame debugging records the call site of every PySpark call in the JVM (four
         # round trips each); a query builds hundreds of Columns, and a small one spends a fifth of its
         # time on this. Spark's own error messages are unchanged; ``config`` can turn it back on.
+        # (streamql builds its own plans without it whatever the setting: runtime/origins.py.)
         "spark.python.sql.dataFrameDebugging.enabled": "false",
         **config,
     }

@@ -10,7 +10,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from streamql.events import Shape
 from streamql.spark.base.columns import CLOSED, END, START
@@ -36,7 +37,8 @@ def rows_of(df: DataFrame) -> Counter[tuple[Any, ...]]:
 def released_now(spark: SparkSession, rows: list[tuple[int, int, bool, str]], cti: int,
                  before: list[tuple[int, int, str]] | None, below: int | None) -> DataFrame:
     sets = {} if before is None else {Shape.INTERVAL.name: spark.createDataFrame(before, RELEASED)}
-    return _released_again(Shape.INTERVAL, candidates(spark, rows), cti=cti, payload=["k"], before=sets, below=below)
+    return _released_again(Shape.INTERVAL, candidates(spark, rows), None, cti=cti, payload=["k"], before=sets,
+                           below=below)
 
 
 def test_only_rows_starting_before_the_bound_are_taken_from_what_was_released(spark: SparkSession) -> None:
@@ -65,6 +67,19 @@ def test_the_difference_shuffles_only_the_rows_before_the_bound(spark: SparkSess
     assert plan.count("Generate replicaterows") == 1
     # the union's other side: the rows at or after the bound, released without the difference
     assert f"({START}#" in plan and "< 6)" in plan and ">= 6)" in plan, plan
+
+
+def test_the_steps_observation_is_on_one_side_of_the_union_and_sees_every_candidate(spark: SparkSession) -> None:
+    rows = [(1, 5, True, "a"), (7, 9, True, "c"), (8, 20, False, "a")]
+    frame = candidates(spark, rows)
+    seen = Observation()
+    observed = frame.observe(seen, F.count(F.lit(1)).alias("rows"), F.min(START).alias("least"))
+    before = {Shape.INTERVAL.name: spark.createDataFrame([(1, 5, "a")], RELEASED)}
+    got = _released_again(Shape.INTERVAL, frame, observed, cti=10, payload=["k"], before=before, below=6)
+    # a Spark Connect 4.1 client refuses a plan with one observation in both branches of a union
+    assert got._jdf.queryExecution().optimizedPlan().toString().count("CollectMetrics") == 1
+    assert rows_of(got) == Counter([(7, 9, "c")])
+    assert seen.get == {"rows": 3, "least": 1}
 
 
 rows_drawn = st.lists(st.tuples(st.integers(0, 12), st.integers(1, 4), st.booleans(), st.sampled_from("ab")),

@@ -141,7 +141,9 @@ class Step:
     #: the output events that a step releases from (its ``Least`` is taken over them)
     candidates: DataFrame = attrs.field(eq=False)
     #: what a shape releases now from the candidates
-    releasing: Callable[[Shape, DataFrame], DataFrame] = attrs.field(eq=False)
+    #: what a shape releases of the candidates (``_released_again``, ``_released_once``): the
+    #: shape, the candidates, the same with the step's observation (or None)
+    releasing: Callable[[Shape, DataFrame, DataFrame | None], DataFrame] = attrs.field(eq=False)
     make_carried: Callable[[Least, Mapping[Shape, int]], Carried] = attrs.field(eq=False)
     #: per input the query reads, the late records of this step (``streamql.spark.ingress.late``): of the
     #: micro-batch's rows, and of the edge events the step decides; their plans are made only for a
@@ -158,7 +160,7 @@ class Step:
         frames: dict[Shape, DataFrame] = {}
         for number, (shape, df) in enumerate(self.released_now.items()):
             if number == 0:  # the first write computes the output: the least starts come with it
-                df = self.releasing(shape, self.candidates.observe(least, *_least()))
+                df = self.releasing(shape, self.candidates, self.candidates.observe(least, *_least()))
             frames[shape] = df.observe(counts[shape], F.count(F.lit(1)).alias("rows"))
         return Observed(frames, least, counts)
 
@@ -445,7 +447,8 @@ def _released_below(before: int | None, out_cti: int | None) -> int | None:
 
 
 def _outcome(inputs: Mapping[str, _InputStep], released_now: Mapping[Shape, DataFrame], persisted: list[DataFrame],
-             out_cti: int | None, candidates: DataFrame, releasing: Callable[[Shape, DataFrame], DataFrame],
+             out_cti: int | None, candidates: DataFrame,
+             releasing: Callable[[Shape, DataFrame, DataFrame | None], DataFrame],
              make_carried: Callable[[Least, Mapping[Shape, int]], Carried]) -> Step:
     """The ``Step`` that releases ``released_now`` (``releasing`` of ``candidates``), with the
     inputs' rows and late records."""
@@ -473,26 +476,30 @@ def _plan_step(plan: Plan, carried: Carried, batch: int, inputs: Mapping[str, _I
     candidates = out if floor is None else out.filter(F.col(END) >= F.lit(floor))
     releasing = functools.partial(_released_again, cti=output.cti, payload=plan.payload, before=carried.released,
                                   below=carried.state.released_below)
-    released_now = {shape: releasing(shape, candidates) for shape in plan.shapes}
+    released_now = {shape: releasing(shape, candidates, None) for shape in plan.shapes}
     make_carried = functools.partial(_carried_after_plan, plan=plan, before=carried, batch=batch, inputs=inputs,
                                      flows=flows, out_cti=output.cti, counted=counted, offsets=offsets,
                                      released_now=released_now)
     return _outcome(inputs, released_now, [*persisted, out], output.cti, candidates, releasing, make_carried)
 
 
-def _released_again(shape: Shape, candidates: DataFrame, *, cti: int | None, payload: list[str],
-                    before: Mapping[str, DataFrame], below: int | None) -> DataFrame:
-    """What ``shape``'s output releases now: what the release rule releases of ``candidates`` at
-    the output CTI ``cti``, minus what was released before (``before``, by shape name), every row of
-    which starts before ``below`` (``RunState.released_below``)."""
-    releasable = release(candidates, cti, shape, payload)
+def _released_again(shape: Shape, candidates: DataFrame, observed: DataFrame | None, *, cti: int | None,
+                    payload: list[str], before: Mapping[str, DataFrame], below: int | None) -> DataFrame:
+    """What ``shape``'s output releases now: what the release rule releases of ``candidates`` (or
+    of ``observed``, the same with the step's observation) at the output CTI ``cti``, minus what was
+    released before (``before``, by shape name), every row of which starts before ``below``
+    (``RunState.released_below``)."""
+    releasable = release(candidates if observed is None else observed, cti, shape, payload)
     before_set = before.get(shape.name)
     if before_set is None or below is None:
         return releasable
     # only a row starting before ``below`` can be among those released before: the rest are new
-    # as they are, and the multiset difference shuffles the few that can
+    # as they are, and the multiset difference shuffles the few that can. Those are read from the
+    # candidates without the observation: it is in one side of the union only (it sees every
+    # candidate there), as a Spark Connect 4.1 client refuses one observation on both sides
     old = F.col(START) < F.lit(below)
-    return releasable.filter(~old).unionByName(releasable.filter(old).exceptAll(before_set))
+    again = release(candidates, cti, shape, payload).filter(old)
+    return releasable.filter(~old).unionByName(again.exceptAll(before_set))
 
 
 def _carried_after_plan(least: Least, counts: Mapping[Shape, int], *, plan: Plan, before: Carried, batch: int,
@@ -582,16 +589,17 @@ def _window_step(plan: Plan, window: WindowAggregate, carried: Carried, batch: i
         shifted(F.col(WINDOW) * F.lit(spec.hop), spec.size) > F.lit(cti))
     # a window is released once, when the CTI reaches its end: nothing to take away
     releasing = functools.partial(_released_once, cti=out_cti, payload=plan.payload)
-    released_now = {shape: releasing(shape, output.frame) for shape in plan.shapes}
+    released_now = {shape: releasing(shape, output.frame, None) for shape in plan.shapes}
     make_carried = functools.partial(_carried_after_window, plan=plan, before=carried.state, batch=batch,
                                      inputs=inputs, partials=still_open, out_cti=out_cti)
     return _outcome(inputs, released_now, [*persisted, merged], out_cti, output.frame, releasing, make_carried)
 
 
-def _released_once(shape: Shape, candidates: DataFrame, *, cti: int | None, payload: list[str]) -> DataFrame:
-    """What ``shape``'s output releases now: what the release rule releases of ``candidates`` at
-    the output CTI ``cti``."""
-    return release(candidates, cti, shape, payload)
+def _released_once(shape: Shape, candidates: DataFrame, observed: DataFrame | None, *, cti: int | None,
+                   payload: list[str]) -> DataFrame:
+    """What ``shape``'s output releases now: what the release rule releases of ``candidates`` (or
+    of ``observed``, the same with the step's observation) at the output CTI ``cti``."""
+    return release(candidates if observed is None else observed, cti, shape, payload)
 
 
 def _carried_after_window(least: Least, counts: Mapping[Shape, int], *, plan: Plan, before: RunState, batch: int,

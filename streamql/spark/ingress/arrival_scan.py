@@ -23,6 +23,7 @@ import attrs
 import numpy as np
 import pyarrow as pa
 
+from streamql.spark.base.arrow_numpy import int64_values, is_null
 from streamql.time import INFINITY_MICROS, MAX_MICROS, MIN_MICROS
 
 INSERT, START_EDGE, END_EDGE, CTI = 0, 1, 2, 3
@@ -152,14 +153,14 @@ def rows_of(table: pa.Table, partition: int) -> Rows:
     names = set(table.schema.names)
     n = table.num_rows
     start_column = table.column("start")
-    bad = start_column.is_null().to_numpy(zero_copy_only=False).astype(bool)
-    starts = start_column.fill_null(0).to_numpy().astype(np.int64)
+    bad = is_null(start_column)
+    starts = int64_values(start_column)
     return Rows(
-        kinds=table.column("kind").to_numpy().astype(np.int64) if "kind" in names else np.zeros(n, np.int64),
+        kinds=int64_values(table.column("kind")) if "kind" in names else np.zeros(n, np.int64),
         starts=starts,
-        ends=table.column("end").fill_null(0).to_numpy().astype(np.int64) if "end" in names else starts + 1,
+        ends=int64_values(table.column("end")) if "end" in names else starts + 1,
         bad=bad,
-        seqs=(table.column("seq").to_numpy().astype(np.int64) if "seq" in names
+        seqs=(int64_values(table.column("seq")) if "seq" in names
               else (partition << PARTITION_BITS) + np.arange(n, dtype=np.int64)),
     )
 

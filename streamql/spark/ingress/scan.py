@@ -21,6 +21,7 @@ from streamql.events import Shape
 from streamql.query.joins import FLUSHED
 from streamql.spark.base.columns import (ACTION, ARRIVAL, BAD, CLOSED, END, HEAD, KIND, LATE_ARRIVAL, MOVED_TO, SEQ,
                                          START)
+from streamql.spark.base.arrow_numpy import array_of, batch_of_rows, int64_values, is_null
 from streamql.spark.base.sketches import Sketches, sketch
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.ingress import late
@@ -153,9 +154,9 @@ def _summarize_inputs(inputs: Mapping[int, tuple[scan.ScanSettings, bool]]) -> A
         table = _table(batches)
         if table is None:
             return
-        numbers = table.column(_INPUT).to_numpy()
+        numbers = int64_values(table.column(_INPUT))
         for number in (int(n) for n in np.unique(numbers)):
-            part = table.filter(pa.array(numbers == number)).drop_columns([_INPUT])
+            part = table.filter(array_of(numbers == number, pa.bool_())).drop_columns([_INPUT])
             settings, with_arrival = inputs[number]
             if not with_arrival:
                 part = part.drop_columns(["arrival"])
@@ -191,7 +192,7 @@ def _first_unit(rows: scan.Rows, summary: scan.Summary, settings: scan.ScanSetti
 
 
 def _summary_batch(summaries: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([{**s, "tail_max": list(s["tail_max"])} for s in summaries], schema=schema)
+    return batch_of_rows([{**s, "tail_max": list(s["tail_max"])} for s in summaries], schema)
 
 
 def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
@@ -203,8 +204,8 @@ def _arrival_facts(arrivals: pa.ChunkedArray | None) -> dict[str, Any]:
     if arrivals is None:
         return {"arrival_increasing": None, "arrival_first": None, "arrival_last": None,
                 "arrival_count": None, "arrival_sketch": None, "arrival_least": None, "arrival_greatest": None}
-    null = arrivals.is_null().to_numpy(zero_copy_only=False).astype(bool)
-    present = arrivals.fill_null(0).to_numpy().astype(np.int64)[~null]
+    null = is_null(arrivals)
+    present = int64_values(arrivals)[~null]
     sketched = {"arrival_count": len(present), "arrival_sketch": sketch(present),
                 "arrival_least": int(present.min()) if len(present) else None,
                 "arrival_greatest": int(present.max()) if len(present) else None}
@@ -255,11 +256,11 @@ def _simulate_units(states: Mapping[int, scan.ScanState], settings: scan.ScanSet
                     yield from _table_batches(unit, table)
                     continue
             sim = scan.simulate(good.kinds, good.starts, good.ends, good.seqs, states[unit], settings)
-            yield pa.RecordBatch.from_pylist([{
+            yield batch_of_rows([{
                 "record": 0, "seq": unit, "cti": sim.state.cti, "count": sim.state.count,
                 "max_start": sim.state.max_start, "baseline": sim.state.baseline,
                 "dropped": sim.dropped, "adjusted": sim.adjusted,
-            }], schema=_SIMULATION_ARROW)
+            }], _SIMULATION_ARROW)
             decided = np.array(sim.decisions, np.int64).reshape(-1, 3)
             changes = np.array(sim.cti_changes, np.int64).reshape(-1, 2)
             yield from _record_batches(1, decided[:, 0], decided[:, 1], decided[:, 2])
@@ -273,11 +274,10 @@ def _record_batches(record: int, seq: np.ndarray, action: np.ndarray | None, tim
     for first in range(0, len(seq), 65536):
         part = slice(first, first + 65536)
         size = len(seq[part])
-        columns = {"record": pa.array(np.full(size, record, np.int32)), "seq": pa.array(seq[part]),
-                   "action": pa.array(action[part].astype(np.int32)) if action is not None else None,
-                   "time": pa.array(time[part])}
+        columns = {"record": np.full(size, record, np.int32), "seq": seq[part],
+                   "action": action[part] if action is not None else None, "time": time[part]}
         yield pa.RecordBatch.from_arrays(
-            [columns.get(name) if columns.get(name) is not None else pa.array([None] * size, kind)
+            [array_of(values, kind) if (values := columns.get(name)) is not None else pa.nulls(size, kind)
              for name, kind in zip(_SIMULATION_ARROW.names, _SIMULATION_ARROW.types)], schema=_SIMULATION_ARROW)
 
 
@@ -297,7 +297,7 @@ def _table_batches(unit: int, table: scan.ResidueTable) -> Iterator[pa.RecordBat
         for first in range(0, length, 65536):
             size = min(length, first + 65536) - first
             yield pa.RecordBatch.from_arrays(
-                [pa.array(columns[name][first:first + size] if name in columns else [None] * size, kind)
+                [array_of(columns[name][first:first + size], kind) if name in columns else pa.nulls(size, kind)
                  for name, kind in zip(_SIMULATION_ARROW.names, _SIMULATION_ARROW.types)], schema=_SIMULATION_ARROW)
 
 

@@ -37,6 +37,11 @@ def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(memoryview(buffer), np.uint8), bitorder="little")[offset:offset + length].astype(bool)
 
 
+def _chunks(column: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
+    """A column's chunks: an array is its own one chunk."""
+    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+
+
 def _chunk_nulls(chunk: pa.Array) -> np.ndarray:
     if chunk.null_count == 0:
         return np.zeros(len(chunk), bool)
@@ -48,7 +53,7 @@ def _chunk_nulls(chunk: pa.Array) -> np.ndarray:
 
 def is_null(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Whether each value of ``column`` is null."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    chunks = _chunks(column)
     return np.concatenate([_chunk_nulls(c) for c in chunks]) if chunks else np.zeros(0, bool)
 
 
@@ -67,7 +72,7 @@ def _chunk_int64(chunk: pa.Array, null: int) -> np.ndarray:
 
 def int64_values(column: pa.ChunkedArray | pa.Array, null: int = 0) -> np.ndarray:
     """The values of an integer ``column`` as a new int64 array, ``null`` where a value is null."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    chunks = _chunks(column)
     return np.concatenate([_chunk_int64(c, null) for c in chunks]) if chunks else np.zeros(0, np.int64)
 
 

@@ -83,28 +83,17 @@ Prober = Callable[[Any], Any]
 PROBE_SCHEMA = "executable string, failures array<struct<module: string, missing: string, error: string>>"
 
 
-def _prober() -> Prober:
-    # A function nested in another is sent to the workers by value (cloudpickle cannot find it by
-    # name), and it refers to nothing but builtins and modules it imports itself: the worker runs
-    # it without importing this module, which is what it checks. ``mapInArrow`` imports pyarrow in
-    # the worker before it calls the function: a worker without pyarrow fails the job, which the
-    # check reports with the worker's error.
-    # The report is built by Arrow's JSON reader: pyarrow's own conversions from Python values
-    # (``from_pylist``) import pandas in the worker, 0.4-0.8 s (streamql.spark.base.arrow_numpy).
+def _import_check() -> Callable[[], list[dict[str, Any]]]:
+    """A function for the workers that imports what ``NEEDED`` names (only locating what
+    ``LOCATED`` names) and returns each failure as ``{"module", "missing", "error"}``. Nested, so
+    that it goes to the workers by value inside the probe and the guarded job that call it, never
+    importing this module."""
     needed, located = NEEDED, LOCATED
-    report_schema = pa.schema([_WORKER_ARROW.field(i) for i in range(_WORKER_ARROW.num_fields)])
 
-    def probe(batches: Any) -> Any:
+    def failures() -> list[dict[str, Any]]:
         import importlib
         import importlib.util
-        import io
-        import json
-        import sys as worker_sys
 
-        import pyarrow.json
-
-        for _ in batches:
-            pass
         failed = []
         for module in needed:
             try:
@@ -115,7 +104,32 @@ def _prober() -> Prober:
             except Exception as exc:  # noqa: BLE001 - any failure to import is reported
                 failed.append({"module": module, "missing": getattr(exc, "name", None),
                                "error": f"{type(exc).__name__}: {exc}"})
-        text = json.dumps({"executable": worker_sys.executable, "failures": failed})
+        return failed
+
+    return failures
+
+
+def _prober() -> Prober:
+    # A function nested in another is sent to the workers by value (cloudpickle cannot find it by
+    # name), and it refers to nothing but builtins and modules it imports itself: the worker runs
+    # it without importing this module, which is what it checks. ``mapInArrow`` imports pyarrow in
+    # the worker before it calls the function: a worker without pyarrow fails the job, which the
+    # check reports with the worker's error.
+    # The report is built by Arrow's JSON reader: pyarrow's own conversions from Python values
+    # (``from_pylist``) import pandas in the worker, 0.4-0.8 s (streamql.spark.base.arrow_numpy).
+    failures = _import_check()
+    report_schema = pa.schema([_WORKER_ARROW.field(i) for i in range(_WORKER_ARROW.num_fields)])
+
+    def probe(batches: Any) -> Any:
+        import io
+        import json
+        import sys as worker_sys
+
+        import pyarrow.json
+
+        for _ in batches:
+            pass
+        text = json.dumps({"executable": worker_sys.executable, "failures": failures()})
         report = pyarrow.json.read_json(io.BytesIO(text.encode()),
                                         read_options=pyarrow.json.ReadOptions(use_threads=False),
                                         parse_options=pyarrow.json.ParseOptions(explicit_schema=report_schema))
@@ -133,27 +147,16 @@ def _guarded(function: Prober, arrow: pa.Schema) -> Prober:
     from pyspark import cloudpickle  # PySpark's own pickler of functions, on the workers as well
 
     payload = cloudpickle.dumps(function)  # type: ignore[no-untyped-call]  # PySpark leaves it unannotated
-    needed, located, column, worker_type = NEEDED, LOCATED, WORKER, _WORKER_ARROW
+    failures, column, worker_type = _import_check(), WORKER, _WORKER_ARROW
     guarded_schema = pa.schema([*arrow, pa.field(WORKER, _WORKER_ARROW)])
 
     def run(batches: Any) -> Any:
-        import importlib
-        import importlib.util
         import pickle
         import sys as worker_sys
 
         import pyarrow
 
-        failed = []
-        for module in needed:
-            try:
-                if module not in located:
-                    importlib.import_module(module)
-                elif importlib.util.find_spec(module) is None:
-                    raise ModuleNotFoundError(f"No module named {module!r}", name=module)
-            except Exception as exc:  # noqa: BLE001 - any failure to import is reported
-                failed.append({"module": module, "missing": getattr(exc, "name", None),
-                               "error": f"{type(exc).__name__}: {exc}"})
+        failed = failures()
         if failed:
             for _ in batches:
                 pass

@@ -6,6 +6,8 @@ event's, ``Param`` 1 the right event's.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import attrs
 
 from streamql.expr.nodes import Binary as BinaryExpr
@@ -27,7 +29,8 @@ FLUSHED = INFINITY_MICROS
 
 
 def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | None, ...],
-                        reached: tuple[int | None, ...]) -> tuple[int | None, int | None]:
+                        reached: tuple[int | None, ...], inputs: Sequence[frozenset[str]] = ()
+                        ) -> tuple[int | None, int | None]:
     """A multi-stream operator's greatest finite CTI (the horizon of windows over events that never
     end, docs/windows.md#events-that-never-end) and the arrival at which its CTI reaches INFINITY,
     from its inputs' final CTIs
@@ -40,7 +43,12 @@ def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | N
     so in no assumed order: the one that came last was at its greatest finite CTI the step before,
     the others at INFINITY already, so the operator was at that input's — the greatest of those
     over the inputs that had one (None if none had: the operator had no CTI before). The reference
-    evaluator reads the same from the history (docs/decisions.md)."""
+    evaluator reads the same from the history (docs/decisions.md).
+
+    ``inputs``: per input stream, the query inputs whose CTI takes it to INFINITY (empty where not
+    known). Streams that one and the same input takes there (the branches of one input) get there
+    in one step, not in some order: where every stream reaching INFINITY at the last arrival is of
+    one input, the operator was at the least of their greatest finite CTIs the step before."""
     cti = least_cti(ctis)
     if cti is None or cti != INFINITY_MICROS:
         return cti, None
@@ -48,8 +56,26 @@ def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | N
         known = [c for c in finite_ctis if c is not None]
         return (min(known) if known else None), FLUSHED
     last = max(r for r in reached if r is not None)
+    if _one_input([s for s, r in zip(inputs, reached) if r == last], reached.count(last)):
+        together = [c for c, r in zip(finite_ctis, reached) if r == last]
+        return (None if None in together else min(c for c in together if c is not None)), last
     at_last = [c for c, r in zip(finite_ctis, reached) if r == last and c is not None]
     return (max(at_last) if at_last else None), last
+
+
+def _one_input(inputs: list[frozenset[str]], streams: int) -> bool:
+    """Whether all ``streams`` reaching INFINITY at one arrival are known to be of one query input."""
+    return len(inputs) == streams and len(set(inputs)) == 1 and len(inputs[0]) == 1
+
+
+def reached_by(reached: tuple[int | None, ...], inputs: Sequence[frozenset[str]]) -> frozenset[str]:
+    """The query inputs whose CTI takes a multi-stream operator to INFINITY: those of its input
+    streams that reach it last (none while one of them is finite, or where one is not known)."""
+    if not reached or None in reached or len(inputs) != len(reached):
+        return frozenset()
+    last = max(r for r in reached if r is not None)
+    at_last = [s for s, r in zip(inputs, reached) if r == last]
+    return frozenset() if any(not s for s in at_last) else frozenset().union(*at_last)
 
 
 def params_read(expr: Expr) -> set[int]:

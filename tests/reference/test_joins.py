@@ -154,6 +154,26 @@ def test_horizon_of_never_ending_events_after_a_union_is_the_unions_greatest_fin
     assert result.final_cti == INF
 
 
+def test_streams_of_one_input_reach_infinity_in_one_step_streams_of_several_in_some_order() -> None:
+    """``greatest_finite_cti`` at the flush: two inputs flushed at once may come in either order (the
+    greater of their finite CTIs); two streams of one input get there in the same step (the lesser);
+    where it is not known which inputs a stream is of, the greater, as before."""
+    from streamql.query.joins import FLUSHED, greatest_finite_cti, reached_by
+    ends, finite, flushed = (FLUSHED, FLUSHED), (5, 13), (FLUSHED, FLUSHED)
+    one, two = (frozenset({"a"}), frozenset({"a"})), (frozenset({"a"}), frozenset({"b"}))
+    unknown: tuple[frozenset[str], ...] = (frozenset(), frozenset())
+    assert greatest_finite_cti(ends, finite, flushed) == (13, FLUSHED)
+    assert greatest_finite_cti(ends, finite, flushed, two) == (13, FLUSHED)
+    assert greatest_finite_cti(ends, finite, flushed, unknown) == (13, FLUSHED)
+    assert greatest_finite_cti(ends, finite, flushed, one) == (5, FLUSHED)
+    assert greatest_finite_cti(ends, (None, 13), flushed, one) == (None, FLUSHED)
+    # the stream that reached INFINITY earlier was there already: the other one came last
+    assert greatest_finite_cti(ends, finite, (3, FLUSHED), one) == (13, FLUSHED)
+    assert reached_by(flushed, one) == frozenset({"a"}) and reached_by(flushed, two) == frozenset({"a", "b"})
+    assert reached_by((3, FLUSHED), two) == frozenset({"b"})
+    assert reached_by((None, FLUSHED), one) == frozenset() and reached_by(flushed, unknown) == frozenset()
+
+
 # --- seed 001: a fast data stream joined with a slow reference stream -------------------------
 
 

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Expr
 from streamql.query import as_of
-from streamql.query.joins import conjuncts, equality_key, greatest_finite_cti, params_read
+from streamql.query.joins import conjuncts, equality_key, greatest_finite_cti, params_read, reached_by
 from streamql.spark.base.columns import CLOSED, END, FLOOR, HEAD, START
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.operators.joins import L_CTI, R_CTI, R_HEAD, R_PAYLOAD, R_START, pair_field
@@ -192,8 +192,10 @@ def _as_of_join(node: as_of.AsOfJoin, env: Mapping[str, Flow]) -> Flow:
     out = partners.select(START, END, closed.alias(CLOSED), head.alias(HEAD), floor.alias(FLOOR), *left.keys,
                           *[c.alias(name) for name, c in payload])
     ctis = (left.cti, right.cti)
-    finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), (left.reached, right.reached))
-    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]))
+    reached_all, inputs = (left.reached, right.reached), (left.reached_by, right.reached_by)
+    finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), reached_all, inputs)
+    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]),
+                reached_by=reached_by(reached_all, inputs))
 
 
 @compile_node.register

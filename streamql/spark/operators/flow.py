@@ -174,11 +174,15 @@ class Flow:
     #: input keep or move starts predictably: the range borders of a window come from them
     #: (``windows.snapshot.range_borders``); None: a window computes its borders with a job
     starts: Sketches | None = attrs.field(default=None, eq=False)
+    #: the query inputs whose CTI takes this stream to INFINITY (``query.joins.greatest_finite_cti``;
+    #: empty where not known)
+    reached_by: frozenset[str] = attrs.field(default=frozenset(), eq=False)
 
     def derived(self, node: nodes.Node, frame: DataFrame) -> Flow:
         """``frame`` with the CTIs of ``node`` (a one-input operator with a static CTI rule)."""
         return Flow(fenced(frame), node.output_cti((self.cti,)), node.output_cti((self.finite_cti,)), self.keys,
-                    self.reached, _groups_after(node, self.group_ctis), _starts_after(node, self.starts))
+                    self.reached, _groups_after(node, self.group_ctis), _starts_after(node, self.starts),
+                    self.reached_by)
 
     def cti_column(self) -> Column | None:
         """The CTI of each row's group, on a frame ``with_group_ctis`` made: None where every group's
@@ -346,7 +350,8 @@ def compiled_as(node: nodes.Node, env: Mapping[str, Flow], flow: Flow) -> None:
 
 @compile_node.register
 def _input(node: nodes.Input, env: Mapping[str, Flow]) -> Flow:
-    return env[node.name]
+    flow = env[node.name]
+    return flow if flow.reached_by else attrs.evolve(flow, reached_by=frozenset({node.name}))
 
 
 def by_name(index: int, name: str) -> Column:

@@ -75,7 +75,7 @@ def window_output(node: windows.WindowAggregate, formed: DataFrame, keys: tuple[
     payload = construct_columns(node.projection, by_name, leaves)
     # a window's events have no floor of their own: the stream's CTI bounds their unstable ends
     out = formed.select(START, END, CLOSED, HEAD, no_floor(), *source.keys, *[c.alias(name) for name, c in payload])
-    return Flow(out, cti, finite, source.keys, source.reached, group_ctis)
+    return Flow(out, cti, finite, source.keys, source.reached, group_ctis, reached_by=source.reached_by)
 
 
 def formed_windows(node: windows.WindowOperator, source: Flow, frame: DataFrame, keys: tuple[str, ...],
@@ -131,7 +131,7 @@ def grouped_flow(node: windows.GroupApply, source: Flow) -> Flow:
     (and, nested in another ``group_apply``, the outer groups' own CTIs: every inner group sees its outer group's)."""
     key = key_name(len(source.keys))
     return Flow(source.frame.withColumn(key, compile_expr(node.key, by_name)), source.cti, source.finite_cti,
-                source.keys + (key,), source.reached, source.group_ctis)
+                source.keys + (key,), source.reached, source.group_ctis, reached_by=source.reached_by)
 
 
 def outer_group_ctis(source: Flow, inner: Flow) -> GroupCtis | None:
@@ -168,4 +168,5 @@ def _group_apply(node: windows.GroupApply, env: Mapping[str, Flow]) -> Flow:
     out = frame.select(*LIFETIME, *source.keys, *[c.alias(name) for name, c in payload])
     # windows compute data-dependent CTIs over all groups at once; the minimum over the groups
     # includes the CTI of a group with no events, which is the input CTI through the static rules
-    return Flow(out, inner.cti, inner.finite_cti, source.keys, inner.reached, outer_group_ctis(source, inner))
+    return Flow(out, inner.cti, inner.finite_cti, source.keys, inner.reached, outer_group_ctis(source, inner),
+                reached_by=inner.reached_by)

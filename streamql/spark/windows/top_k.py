@@ -95,4 +95,4 @@ def _top_k(node: windows.TopK, env: Mapping[str, Flow]) -> Flow:
                                 {Rank(ValueType(Kind.INT)): F.col(KEPT)["rank"]})
     # an output event has no floor of its own: the stream's CTI bounds its unstable end (as a window's)
     out = exploded.select(START, END, CLOSED, HEAD, no_floor(), *source.keys, *[c.alias(n) for n, c in payload])
-    return Flow(out, cti, finite, source.keys, source.reached, groups)
+    return Flow(out, cti, finite, source.keys, source.reached, groups, reached_by=source.reached_by)

@@ -56,16 +56,11 @@ def greatest_finite_cti(ctis: tuple[int | None, ...], finite_ctis: tuple[int | N
         known = [c for c in finite_ctis if c is not None]
         return (min(known) if known else None), FLUSHED
     last = max(r for r in reached if r is not None)
-    if _one_input([s for s, r in zip(inputs, reached) if r == last], reached.count(last)):
+    if len(reached_by(reached, inputs)) == 1:  # every stream that came last is of one and the same input
         together = [c for c, r in zip(finite_ctis, reached) if r == last]
         return (None if None in together else min(c for c in together if c is not None)), last
     at_last = [c for c, r in zip(finite_ctis, reached) if r == last and c is not None]
     return (max(at_last) if at_last else None), last
-
-
-def _one_input(inputs: list[frozenset[str]], streams: int) -> bool:
-    """Whether all ``streams`` reaching INFINITY at one arrival are known to be of one query input."""
-    return len(inputs) == streams and len(set(inputs)) == 1 and len(inputs[0]) == 1
 
 
 def reached_by(reached: tuple[int | None, ...], inputs: Sequence[frozenset[str]]) -> frozenset[str]:

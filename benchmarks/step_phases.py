@@ -3,7 +3,7 @@
 run with ``RunningQuery.record_phases``, against the floor (a plain Structured Streaming job that
 reads the same files and writes them out unchanged) in the same session.
 
-    .venv/bin/python benchmarks/step_phases.py [--files 5] [--per-file 100000]
+    .venv/bin/python benchmarks/step_phases.py [--files 5] [--per-file 100000] [--shuffle-partitions 200]
 
 Prints, per phase, the median over the steps after the first (the first apart) of its own wall
 seconds and Spark jobs (``streamql.spark.runtime.phases``: a phase inside another is charged its
@@ -120,8 +120,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=5, help="micro-batches (one parquet file each)")
     parser.add_argument("--per-file", type=int, default=100_000, help="point events per file")
+    parser.add_argument("--shuffle-partitions", type=int, default=None,
+                        help="the session's spark.sql.shuffle.partitions (default: the benchmarks' 8; Spark's is 200)")
     args = parser.parse_args()
     spark = bench.session("streamql step phases")
+    if args.shuffle_partitions is not None:
+        spark.conf.set("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
     work = tempfile.mkdtemp(prefix="streamql-step-phases-")
     try:
         parts = streaming.write_files(spark, bench.meters, args.files, args.per_file, work)
@@ -131,7 +135,8 @@ def main() -> int:
         after = floor_batches(spark, parts, work, "floor-after")
         load_after = os.getloadavg()
         floor = (statistics.median(before) + statistics.median(after)) / 2
-        print(f"sliding average, {args.files} micro-batches of {args.per_file:,} events; load (1/5/15 min) "
+        print(f"sliding average, {args.files} micro-batches of {args.per_file:,} events, "
+              f"spark.sql.shuffle.partitions={spark.conf.get('spark.sql.shuffle.partitions')}; load (1/5/15 min) "
               f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} before, {load_after[0]:.1f}/{load_after[1]:.1f}/"
               f"{load_after[2]:.1f} after")
         print(f"floor: median micro-batch {statistics.median(before):.2f} s before ours, "

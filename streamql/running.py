@@ -50,7 +50,7 @@ from streamql.spark.ingress.late import late_frame, with_partition, written_colu
 from streamql.spark.ingress.binding import UNDECLARED, Binding
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.operators.release import EDGE_KIND, EDGE_TIME, user_columns, writer_options
-from streamql.spark.runtime.connect import AnySession, is_connect
+from streamql.spark.runtime.connect import AnySession, is_connect, parallelism
 from streamql.spark.runtime.delta import DELTA, app_id, append_once
 from streamql.spark.runtime.files import Files
 from streamql.spark.runtime.jobs import counting_jobs
@@ -101,6 +101,16 @@ class Progress:
 
 def _time(micros: int | None) -> Any:
     return None if micros is None else from_micros(micros)
+
+
+def step_partitions(session: AnySession) -> int:
+    """The shuffle partitions of a live step in ``session`` (the stream's own, where adaptive
+    execution is off): the session's ``spark.sql.shuffle.partitions``, at most as many as it runs
+    tasks at once. Adaptive execution would coalesce a micro-batch's shuffles to about that many;
+    without it, Spark's default of 200 makes every stage after a shuffle 200 tasks, most of them
+    empty."""
+    configured = int(session.conf.get("spark.sql.shuffle.partitions") or "200")
+    return max(1, min(configured, parallelism(session)))
 
 
 def _progress_json(p: Progress) -> str:
@@ -474,10 +484,13 @@ class _Runner:
                 df = df.persist(StorageLevel.MEMORY_AND_DISK)
             # the micro-batch's session is the stream's own (a clone of the user's): its steps run
             # without adaptive execution, which would make every shuffle of a small micro-batch a
-            # Spark job of its own (Structured Streaming's stateful operators run without it too)
+            # Spark job of its own (Structured Streaming's stateful operators run without it too),
+            # and so with no partitions coalesced: their shuffles take as many partitions as the
+            # session runs tasks at once, not Spark's default of 200 (docs/decisions.md)
             session = df.sparkSession
             if session is not self.spark:
                 session.conf.set("spark.sql.adaptive.enabled", "false")
+                session.conf.set("spark.sql.shuffle.partitions", str(step_partitions(session)))
             try:
                 # a 64-bit overflow is an error in the steps too, whatever the session's ANSI mode
                 with ansi_mode(session):

@@ -6,10 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import time
-from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,37 +14,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 import streamql as sq
 from streamql.spark.streaming.state import Carried, StateStore
-from support.json_readings import EVERY_4, READINGS, SCHEMA, put, rows
+from support.json_readings import EVERY_4, rows
+from support.live_counts import files, sink_matches_batch, start
 
 #: the jobs of a clean step of the hopping counts (no feed): the scan's summary, the sink's write
 #: (which computes the step), the state's write (which checkpoints it) — three before the state
 #: was kept in memory too
 JOBS_PER_STEP = 3
-
-
-@dataclass(frozen=True)
-class MeterCount:
-    meter: str
-    n: int
-
-
-def counts(readings: sq.Stream[Any]) -> sq.Stream[MeterCount]:
-    return readings.group_by(lambda e: e.meter).hopping_window(timedelta(seconds=40), timedelta(seconds=10)).select(
-        lambda w: MeterCount(w.key, w.count()))
-
-
-def files(source: Path, parts: list[list[dict[str, Any]]], first: int = 0) -> None:
-    """One JSON file per micro-batch, in modification-time order (the file source's order)."""
-    for number, part in enumerate(parts, start=first):
-        put(source, number, part)
-        stamp = time.time() - 100 + number
-        os.utime(source / f"part-{number:04d}.json", (stamp, stamp))
-
-
-def start(spark: SparkSession, tmp_path: Path) -> sq.RunningQuery[Any]:
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
-    return sq.Binder(spark).bind(READINGS, stream, start="ts", advance_time=EVERY_4).start(
-        counts(READINGS), sink=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"), feed=False)
 
 
 def plan_of(df: DataFrame) -> str:
@@ -72,17 +44,6 @@ def loads_counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     monkeypatch.setattr(StateStore, "load", load)
     yield loaded
     monkeypatch.setattr(StateStore, "load", original)
-
-
-def sink_matches_batch(spark: SparkSession, tmp_path: Path, everything: list[dict[str, Any]],
-                       advance: sq.AdvanceTimeSettings) -> int:
-    """The sink holds what a batch run over ``everything`` releases; how many events."""
-    data = spark.createDataFrame(everything, SCHEMA)
-    expected = sq.Binder(spark).bind(READINGS, data, start="ts", advance_time=advance).collect(counts(READINGS))
-    got = spark.read.parquet(str(tmp_path / "out")).select("start", "end", "meter", "n").collect()
-    assert sorted(tuple(r) for r in got) == sorted(
-        (e.start.replace(tzinfo=None), e.end.replace(tzinfo=None), e.payload.meter, e.payload.n) for e in expected)
-    return len(expected)
 
 
 def test_the_next_step_reads_the_carried_state_from_memory(spark: SparkSession, tmp_path: Path,

@@ -24,7 +24,7 @@ from support.must_release import check_release
 from support.pattern_cases import CASES, Case, Event
 from support.streams import (P, SPARK_EXAMPLES, build, crowded_inputs, edge_items, inputs, pipelines, side_by_side,
                              side_settings, us)
-from streamql.time import from_micros
+from streamql.time import from_micros, to_micros
 
 Sides = dict[str, tuple[sq.Stream[Any], sq.Shape, list[Any], sq.AdvanceTimeSettings | None]]
 
@@ -156,8 +156,12 @@ def test_patterns_in_chains_windows_groups_and_imports_equal_reference(spark: Sp
         q = lq.group_apply(lambda e: e.k % 2, lambda s: _pattern(data, s, s.shift(shift)),
                            lambda key, e: P(e.k, e.v, e.s, key))
     else:
-        q = _pattern(data, lq, rq).tumbling_window(us(10)).select(
-            lambda w: P(w.count(), sq.coalesce(w.max(lambda e: e.v), -1), "t", w.max(lambda e: e.o)))
+        if data.draw(st.integers(0, 2), label="right: the left shifted") == 0:  # one input on both sides
+            rq = lq.shift(us(data.draw(st.integers(1, 20), label="shift")))
+        q = _pattern(data, lq, rq)
+        if data.draw(st.booleans(), label="to_signal"):  # a signal's last event never ends: the horizon
+            q = q.to_signal(lambda e: e.k)
+        q = _windowed(q)
     lset, rset = data.draw(side_settings(), label="left settings"), data.draw(side_settings(), label="right settings")
     arrival = False
     reference_litems = None
@@ -169,6 +173,39 @@ def test_patterns_in_chains_windows_groups_and_imports_equal_reference(spark: Sp
             reference_litems = imported_after_importer(P, lshape, litems, lset, ritems)
     sides = {"left": (lsource, lshape, litems, lset), "right": (rsource, rshape, ritems, rset)}
     check(spark, data, q, sides, arrival=arrival, reference_left=reference_litems)
+
+
+def _windowed(q: sq.Stream[P]) -> sq.Stream[P]:
+    return q.tumbling_window(us(10)).select(
+        lambda w: P(w.count(), sq.coalesce(w.max(lambda e: e.v), -1), "t", w.max(lambda e: e.o)))
+
+
+#: points at 33 (key 2), 94 (2), 121 (1), 139 (0), 151 (2) and 154 (2), a CTI every three events, flushed
+SAME_INPUT_FLUSHED = [sq.Insert(t, t + 1, P(k, v, "a", o)) for t, k, v, o in
+                      [(33, 2, 4, None), (94, 2, -5, 1), (121, 1, 3, None), (139, 0, 2, 2), (151, 2, 2, 1),
+                       (154, 2, -3, None)]]
+
+
+@pytest.mark.parametrize("pattern", ["followed_by", "not_followed_by"])
+def test_the_horizon_after_a_pattern_of_an_input_with_itself_shifted(spark: SparkSession, pattern: str) -> None:
+    """``followed_by`` (or ``not_followed_by``) of an input with itself shifted 8 µs later, made a
+    signal per key: each key's last signal event never ends. The input's flush takes both sides to
+    INFINITY in one step, so the pattern's greatest finite CTI is the least of theirs the step
+    before (the left's, 154, not the right's, 162), and the tumbling windows over the events that
+    never end stop at the window holding it ([150, 160)), as in the reference. (``not_followed_by``
+    within 5 µs: each absence 5 µs after its event, the left CTI moved as much, 159 against 162.)"""
+    left = sq.input("left", P, sq.Shape.POINT)
+    later = left.shift(us(8))
+    matched = (left.followed_by(later, lambda a, b: a.k == b.k, pairs, us(30)) if pattern == "followed_by"
+               else left.not_followed_by(later, lambda a, b: a.k == b.k, us(5)))  # every event: 5 µs later
+    q = _windowed(matched.to_signal(lambda e: e.k))
+    every_3 = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=3, flush=True))
+    runs = {output: spark_run(spark, q, {"left": (left, sq.Shape.POINT, SAME_INPUT_FLUSHED, every_3)}, output)
+            for output in (sq.Shape.INTERVAL, sq.Shape.EDGE)}
+    for expected, actual in runs.values():
+        assert actual == expected
+    released = runs[sq.Shape.INTERVAL][1].events
+    assert max(to_micros(e.start) for e in released) == 150
 
 
 # --- plans ------------------------------------------------------------------------------------------------

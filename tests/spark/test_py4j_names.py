@@ -40,7 +40,9 @@ def test_a_function_looked_up_once_is_called_without_a_lookup(spark: SparkSessio
     F.abs(F.col("x"))
     lookups = [c for c in calls if c.startswith("r\n")]  # py4j's reflection commands
     assert lookups == [], lookups
-    assert len(calls) == 2  # the calls of col and abs themselves
+    # the calls of col and abs themselves; py4j's deletions of the Java objects that Python let go
+    # (``m`` ``d``) come whenever Python's garbage collector runs
+    assert len([c for c in calls if not c.startswith("m\nd\n")]) == 2, calls
 
 
 def test_a_static_field_is_read_again_each_time(spark: SparkSession, calls: list[str]) -> None:

@@ -53,7 +53,7 @@ from pyspark.sql import functions as F
 from streamql.expr.nodes import Binary as BinaryExpr
 from streamql.expr.nodes import Call, Construct, Expr, GetField, Param, Unary
 from streamql.query import patterns
-from streamql.query.joins import greatest_finite_cti
+from streamql.query.joins import greatest_finite_cti, reached_by
 from streamql.spark.base.columns import CLOSED, END, FLOOR, HEAD, START
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.operators.as_of import split_on
@@ -277,9 +277,11 @@ def _followed_by(node: patterns.FollowedBy, env: Mapping[str, Flow]) -> Flow:
     payload = [c.alias(name) for name, c in construct_columns(node.projection, pair_field)]
     out = matches.select(*_point(F.col(R_START), head, left.keys, payload))
     ctis = (left.cti, right.cti)
-    finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), (left.reached, right.reached))
+    reached_all, inputs = (left.reached, right.reached), (left.reached_by, right.reached_by)
+    finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), reached_all, inputs)
     # each group's CTI: the least of its inputs' (join's rule)
-    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]))
+    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]),
+                reached_by=reached_by(reached_all, inputs))
 
 
 @compile_node.register
@@ -313,13 +315,15 @@ def _not_followed_by(node: patterns.NotFollowedBy, env: Mapping[str, Flow]) -> F
     # the left CTI moves by within, then the lesser of the two (``NotFollowedBy.output_cti``); per
     # group the same, the left group's CTI moved by within
     moved = (_moved(left.cti, node.within), right.cti)
+    reached_all, inputs = (left.reached, right.reached), (left.reached_by, right.reached_by)
     finite, reached = greatest_finite_cti(moved, (_moved(left.finite_cti, node.within), right.finite_cti),
-                                          (left.reached, right.reached))
+                                          reached_all, inputs)
     within = node.within
     lgroups = None if left.group_ctis is None else left.group_ctis.moved(
         lambda c: shifted(c, within), shift(left.group_ctis.default, within))
     groups = least_group_ctis(node, [left, right], [lgroups, right.group_ctis])
-    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached, groups)
+    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached, groups,
+                reached_by=reached_by(reached_all, inputs))
 
 
 def _moved(cti: int | None, by: int) -> int | None:

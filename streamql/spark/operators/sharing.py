@@ -151,7 +151,9 @@ def _grouped(roots: Sequence[nodes.Node], wheres: list[nodes.Where], flow: Flow,
         events = index if len(numbers) == len(wheres) else index.filter(F.col(TAG).isin(numbers))
         base = flow.derived(wheres[numbers[0]], events)  # a where's CTIs are its source's
         try:
-            out = compile_node(chain, {**env, GROUP: Flow(events, base.cti, base.finite_cti, flow.keys + (TAG,), base.reached)})
+            group = Flow(events, base.cti, base.finite_cti, flow.keys + (TAG,), base.reached,
+                         reached_by=base.reached_by)
+            out = compile_node(chain, {**env, GROUP: group})
         except Exception:  # compiling the queries raises it again, naming them
             continue
         if TAG not in out.frame.columns:
@@ -159,10 +161,10 @@ def _grouped(roots: Sequence[nodes.Node], wheres: list[nodes.Where], flow: Flow,
         # every sub-query reads its own group from the cache, sorted by tag for the cache to skip the rest
         grouped = out.frame.sortWithinPartitions(TAG).persist(StorageLevel.MEMORY_AND_DISK)
         shared.persisted.append(grouped)
-        together = Flow(grouped, out.cti, out.finite_cti, out.keys, out.reached)
+        together = Flow(grouped, out.cti, out.finite_cti, out.keys, out.reached, reached_by=out.reached_by)
         for node, number in members:
             compiled_as(node, env, Flow(grouped.filter(F.col(TAG) == F.lit(number)).drop(TAG), out.cti,
-                                        out.finite_cti, flow.keys, out.reached))
+                                        out.finite_cti, flow.keys, out.reached, reached_by=out.reached_by))
             shared.grouped[node] = (together, number)
 
 

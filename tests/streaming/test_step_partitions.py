@@ -11,6 +11,7 @@ from typing import Iterator
 from pyspark.sql import SparkSession
 
 from streamql.running import step_partitions
+from streamql.spark.runtime.jobs import in_job_group
 from support.json_readings import EVERY_4, rows
 from support.live_counts import files, sink_matches_batch, start
 
@@ -32,11 +33,8 @@ def last_job_id(spark: SparkSession) -> int:
     """The id of a job run now (job ids grow by one per job)."""
     sc = spark.sparkContext
     group = "streamql-test-step-partitions"
-    sc.setJobGroup(group, "the last job id")
-    try:
+    with in_job_group(sc, group, "the last job id"):
         spark.range(1).count()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     return max(sc.statusTracker().getJobIdsForGroup(group))
 
 

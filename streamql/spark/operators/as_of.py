@@ -37,12 +37,12 @@ from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Expr
 from streamql.query import as_of
-from streamql.query.joins import conjuncts, equality_key, greatest_finite_cti, params_read, reached_by
+from streamql.query.joins import conjuncts, equality_key, params_read
 from streamql.spark.base.columns import CLOSED, END, FLOOR, HEAD, START
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.operators.joins import L_CTI, R_CTI, R_HEAD, R_PAYLOAD, R_START, pair_field
 from streamql.spark.operators.flow import (GROUP_CTI, LIFETIME, Flow, by_name, compile_node, cti_literal, end_floor,
-                                           least_group_ctis)
+                                           horizon, least_group_ctis)
 from streamql.time import INFINITY_MICROS
 
 # the stacked frame: a row's time and side (right rows first at one start), the left event, the
@@ -191,11 +191,9 @@ def _as_of_join(node: as_of.AsOfJoin, env: Mapping[str, Flow]) -> Flow:
     payload = construct_columns(node.projection, pair_field)
     out = partners.select(START, END, closed.alias(CLOSED), head.alias(HEAD), floor.alias(FLOOR), *left.keys,
                           *[c.alias(name) for name, c in payload])
-    ctis = (left.cti, right.cti)
-    reached_all, inputs = (left.reached, right.reached), (left.reached_by, right.reached_by)
-    finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), reached_all, inputs)
-    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]),
-                reached_by=reached_by(reached_all, inputs))
+    finite, reached, inputs = horizon([left, right])
+    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached,
+                least_group_ctis(node, [left, right]), reached_by=inputs)
 
 
 @compile_node.register

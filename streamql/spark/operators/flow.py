@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streamql.expr.nodes import Expr, Literal
-from streamql.query import as_of, esper, nodes
+from streamql.query import as_of, esper, joins, nodes
 from streamql.spark.base.columns import FLOOR
 from streamql.spark.base.sketches import Sketches
 from streamql.spark.base.expressions import compile_expr, construct_columns
@@ -346,6 +346,21 @@ def compiled_as(node: nodes.Node, env: Mapping[str, Flow], flow: Flow) -> None:
     compiled = _COMPILED.get()
     assert compiled is not None, "compiled_as is for use inside compiled_once()"
     compiled[(node, id(env))] = (env, flow)
+
+
+def horizon(sources: Sequence[Flow], ctis: Sequence[int | None] | None = None,
+            finite_ctis: Sequence[int | None] | None = None) -> tuple[int | None, int | None, frozenset[str]]:
+    """What a multi-stream operator's output keeps of its CTI's history, from its input streams
+    ``sources``: its greatest finite CTI and the arrival at which it reached INFINITY
+    (``query.joins.greatest_finite_cti``), and the query inputs that took it there
+    (``query.joins.reached_by``). ``ctis``, ``finite_ctis``: the sources' as the operator sees
+    them, where it moves them (``not_followed_by`` moves the left's by ``within``)."""
+    reached = tuple(s.reached for s in sources)
+    inputs = tuple(s.reached_by for s in sources)
+    finite, last = joins.greatest_finite_cti(tuple(s.cti for s in sources) if ctis is None else tuple(ctis),
+                                             tuple(s.finite_cti for s in sources) if finite_ctis is None
+                                             else tuple(finite_ctis), reached, inputs)
+    return finite, last, joins.reached_by(reached, inputs)
 
 
 @compile_node.register

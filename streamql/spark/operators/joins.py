@@ -64,7 +64,8 @@ from streamql.query.nodes import Node
 from streamql.spark.base.columns import FLOOR
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.base.columns import CLOSED, END, HEAD, START
-from streamql.spark.operators.flow import LIFETIME, Cti, Flow, compile_node, cti_literal, end_floor, least_group_ctis
+from streamql.spark.operators.flow import (LIFETIME, Cti, Flow, compile_node, cti_literal, end_floor, horizon,
+                                          least_group_ctis)
 from streamql.time import INFINITY_MICROS
 
 # the right event's columns beside the left event's (which keep their names)
@@ -310,11 +311,9 @@ def _boundary_final(b: Column, maker_head: Column, left_floor: Column, right_cti
 def _binary_flow(node: joins.Binary | joins.Union, sources: Sequence[Flow], frame: DataFrame) -> Flow:
     """``frame`` with the least of the sources' CTIs, its greatest finite CTI (``joins.greatest_finite_cti``)
     and, inside ``group_apply``, each group's own: the least of the sources' for the group."""
-    reached_all, inputs = tuple(s.reached for s in sources), tuple(s.reached_by for s in sources)
-    finite, reached = joins.greatest_finite_cti(tuple(s.cti for s in sources), tuple(s.finite_cti for s in sources),
-                                                reached_all, inputs)
+    finite, reached, inputs = horizon(sources)
     return Flow(frame, node.output_cti(tuple(s.cti for s in sources)), finite, sources[0].keys, reached,
-                least_group_ctis(node, sources), reached_by=joins.reached_by(reached_all, inputs))
+                least_group_ctis(node, sources), reached_by=inputs)
 
 
 def _fields(node: Node) -> list[str]:

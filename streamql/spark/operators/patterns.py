@@ -53,12 +53,11 @@ from pyspark.sql import functions as F
 from streamql.expr.nodes import Binary as BinaryExpr
 from streamql.expr.nodes import Call, Construct, Expr, GetField, Param, Unary
 from streamql.query import patterns
-from streamql.query.joins import greatest_finite_cti, reached_by
 from streamql.spark.base.columns import CLOSED, END, FLOOR, HEAD, START
 from streamql.spark.base.expressions import compile_expr, construct_columns
 from streamql.spark.operators.as_of import split_on
-from streamql.spark.operators.flow import (LIFETIME, Cti, Flow, by_name, cti_literal, compile_node, least_group_ctis,
-                                           no_floor, shifted)
+from streamql.spark.operators.flow import (LIFETIME, Cti, Flow, by_name, cti_literal, compile_node, horizon,
+                                           least_group_ctis, no_floor, shifted)
 from streamql.spark.operators.joins import R_CTI, R_HEAD, R_PAYLOAD, R_START, overlapping_pairs, pair_field
 from streamql.time import INFINITY_MICROS, shift
 
@@ -276,12 +275,10 @@ def _followed_by(node: patterns.FollowedBy, env: Mapping[str, Flow]) -> Flow:
         head = head & _at_or_before(F.col(R_START), right.row_cti(R_CTI))
     payload = [c.alias(name) for name, c in construct_columns(node.projection, pair_field)]
     out = matches.select(*_point(F.col(R_START), head, left.keys, payload))
-    ctis = (left.cti, right.cti)
-    reached_all, inputs = (left.reached, right.reached), (left.reached_by, right.reached_by)
-    finite, reached = greatest_finite_cti(ctis, (left.finite_cti, right.finite_cti), reached_all, inputs)
+    finite, reached, inputs = horizon([left, right])
     # each group's CTI: the least of its inputs' (join's rule)
-    return Flow(out, node.output_cti(ctis), finite, left.keys, reached, least_group_ctis(node, [left, right]),
-                reached_by=reached_by(reached_all, inputs))
+    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached,
+                least_group_ctis(node, [left, right]), reached_by=inputs)
 
 
 @compile_node.register
@@ -314,16 +311,13 @@ def _not_followed_by(node: patterns.NotFollowedBy, env: Mapping[str, Flow]) -> F
     out = absent.select(*_point(at, head, left.keys, [F.col(f) for f in fields]))
     # the left CTI moves by within, then the lesser of the two (``NotFollowedBy.output_cti``); per
     # group the same, the left group's CTI moved by within
-    moved = (_moved(left.cti, node.within), right.cti)
-    reached_all, inputs = (left.reached, right.reached), (left.reached_by, right.reached_by)
-    finite, reached = greatest_finite_cti(moved, (_moved(left.finite_cti, node.within), right.finite_cti),
-                                          reached_all, inputs)
+    finite, reached, inputs = horizon([left, right], (_moved(left.cti, node.within), right.cti),
+                                      (_moved(left.finite_cti, node.within), right.finite_cti))
     within = node.within
     lgroups = None if left.group_ctis is None else left.group_ctis.moved(
         lambda c: shifted(c, within), shift(left.group_ctis.default, within))
     groups = least_group_ctis(node, [left, right], [lgroups, right.group_ctis])
-    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached, groups,
-                reached_by=reached_by(reached_all, inputs))
+    return Flow(out, node.output_cti((left.cti, right.cti)), finite, left.keys, reached, groups, reached_by=inputs)
 
 
 def _moved(cti: int | None, by: int) -> int | None:

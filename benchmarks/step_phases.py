@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 import streamql as sq
 from streamql.events import Shape
 from streamql.running import Progress, RunningQuery
+from streamql.spark.streaming.frontier import FRONTIER
 from streamql.spark.streaming.step import step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -82,13 +83,17 @@ def sink_write_apart(spark: SparkSession, running: RunningQuery[Any], parts: Seq
     new = {"readings": spark.read.schema(streaming.SCHEMA).parquet(parts[batch])}
     outcome = step(spark, query.plan, carried, new, batch)
     try:
+        frontier = carried.partials.get(FRONTIER)
+        if frontier is not None:  # the frontier carried: the new events swept with it, nothing taken away
+            return [f"  the accepted events (new, cached): {sum(_noop(f) for f in outcome.persisted):.2f} s",
+                    f"  the sweep and its release: {_noop(outcome.released_now[Shape.INTERVAL]):.2f} s",
+                    f"  carried frontier {frontier.count():,} rows, output {outcome.candidates.count():,} rows"]
         *inputs, output = outcome.persisted
-        lines = [f"  the accepted events (carried + new, cached): {sum(_noop(f) for f in inputs):.2f} s",
-                 f"  the plan's output (the sweep, cached): {_noop(output):.2f} s",
-                 f"  the release (output minus released before): {_noop(outcome.released_now[Shape.INTERVAL]):.2f} s",
-                 f"  carried events {carried.events['readings'].count():,} rows, released set "
-                 f"{carried.released[Shape.INTERVAL.name].count():,} rows, output {output.count():,} rows"]
-        return lines
+        return [f"  the accepted events (carried + new, cached): {sum(_noop(f) for f in inputs):.2f} s",
+                f"  the plan's output (the sweep, cached): {_noop(output):.2f} s",
+                f"  the release (output minus released before): {_noop(outcome.released_now[Shape.INTERVAL]):.2f} s",
+                f"  carried events {carried.events['readings'].count():,} rows, released set "
+                f"{carried.released[Shape.INTERVAL.name].count():,} rows, output {output.count():,} rows"]
     finally:
         outcome.unpersist()
 

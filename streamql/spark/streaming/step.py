@@ -52,6 +52,8 @@ from streamql.spark.streaming.partials import PARTIALS, incremental_window, merg
 from streamql.spark.operators.flow import shifted
 from streamql.spark.ingress.imports import first_passes, scan_input, scan_order
 from streamql.spark.windows.grouping import window_input, window_output
+from streamql.spark.windows.snapshot import snapshot_windows
+from streamql.spark.streaming.frontier import FRONTIER, carried_frontier, frontier_window
 from streamql.time import INFINITY_MICROS
 
 #: the micro-batch a carried edge row arrived in (arrival order is (batch, seq))
@@ -307,6 +309,10 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
     window = incremental_window(plan.query)
     if window is not None:
         return _window_step(plan, window, carried, batch, inputs, flows, persisted)
+    snapshot = frontier_window(plan.query, plan.shapes)
+    # a run that started before the frontier was carried keeps carrying its events
+    if snapshot is not None and not carried.events:
+        return _frontier_step(plan, snapshot, carried, batch, inputs, flows, persisted)
     return _plan_step(plan, carried, batch, inputs, flows, persisted)
 
 
@@ -609,6 +615,40 @@ def _carried_after_window(least: Least, counts: Mapping[Shape, int], *, plan: Pl
     states = {name: i.state for name, i in inputs.items()}
     state = _run_state(plan, before, batch, inputs, states, out_cti, out_cti, None, counts)
     return Carried(state, {}, _pending(inputs), {}, {PARTIALS: partials})
+
+
+# --- a step of a grouped snapshot window on its carried frontier -----------------------------------
+
+def _frontier_step(plan: Plan, window: WindowAggregate, carried: Carried, batch: int,
+                   inputs: Mapping[str, _InputStep], flows: Mapping[str, Flow], persisted: list[DataFrame]) -> Step:
+    """The step of a grouped snapshot window on its carried frontier
+    (``streamql.spark.streaming.frontier``): ``flows`` hold only the micro-batch's accepted events,
+    ``carried.partials`` the window's input rows that end after the last step's CTI, clipped."""
+    before = carried.partials.get(FRONTIER)
+    with phase("compile"):
+        source = compile_node(window.source, flows)
+        frame, keys, aggregates = window_input(window, source)
+        if before is not None:
+            frame = before.unionByName(frame)
+        formed = snapshot_windows(frame, keys, aggregates, source.cti)
+        output = window_output(window, formed, keys, source, source.cti, source.finite_cti)
+    # every interval is released once, when the CTI reaches its end: nothing to take away
+    releasing = functools.partial(_released_once, cti=output.cti, payload=plan.payload)
+    released_now = {shape: releasing(shape, output.frame, None) for shape in plan.shapes}
+    make_carried = functools.partial(_carried_after_frontier, plan=plan, before=carried.state, batch=batch,
+                                     inputs=inputs, frontier=carried_frontier(frame, keys, source.cti),
+                                     out_cti=output.cti)
+    return _outcome(inputs, released_now, persisted, output.cti, output.frame, releasing, make_carried)
+
+
+def _carried_after_frontier(least: Least, counts: Mapping[Shape, int], *, plan: Plan, before: RunState, batch: int,
+                            inputs: Mapping[str, _InputStep], frontier: DataFrame, out_cti: int | None) -> Carried:
+    """What a ``_frontier_step`` carries: the frontier's rows and no events (the output floor from
+    the least start of an output event not yet stable, as a plan step's)."""
+    out_floor, keep_floor = _output_floors(before, out_cti, least)
+    states = {name: i.state for name, i in inputs.items()}
+    state = _run_state(plan, before, batch, inputs, states, out_cti, out_floor, keep_floor, counts)
+    return Carried(state, {}, _pending(inputs), {}, {FRONTIER: frontier})
 
 
 __all__ = ["ArrivalWentBack", "BATCH", "Plan", "Step", "empty_carried", "planned", "scan_new_rows", "step"]

@@ -21,8 +21,8 @@ from streamql.spark.streaming.step import Plan, empty_carried, step
 from streamql.time import to_micros
 from support.frames import bind, frame
 from support.incremental import StreamInput, collected_step, cuts, expected_after, flushing, run_in_steps
-from support.streams import SPARK_EXAMPLES, P, build, inputs, pipelines, side_by_side, us
-from support.depth import spark_examples
+from support.streams import SPACING, SPARK_EXAMPLES, P, build, inputs, pipelines, side_by_side, us
+from support.depth import PARTS, spark_examples
 
 
 @dataclass(frozen=True)
@@ -41,21 +41,20 @@ def test_which_queries_carry_the_frontier() -> None:
     points = sq.input("in", P, sq.Shape.POINT)
     grouped = points.alter_duration(us(5)).where(lambda e: e.v > 0).group_by(lambda e: e.k).snapshot_window()
     q = grouped.select(tallies)
-    assert frontier_window(q.node, (sq.Shape.INTERVAL,)) is q.node
-    # released as points or edges, an interval's start is released before the interval is final
-    assert frontier_window(q.node, (sq.Shape.POINT,)) is None
-    assert frontier_window(q.node, (sq.Shape.INTERVAL, sq.Shape.EDGE)) is None
+    assert frontier_window(q.node) is q.node
+    intervals = sq.input("in", P, sq.Shape.INTERVAL).shift(us(-3)).to_point().alter_duration(us(4))
+    assert frontier_window(intervals.group_by(lambda e: e.k).snapshot_window().select(tallies).node) is not None
     # ungrouped: the sweep's ranges
     ungrouped = points.alter_duration(us(5)).snapshot_window().select(lambda w: Tally(0, w.count(), None, None))
-    assert frontier_window(ungrouped.node, (sq.Shape.INTERVAL,)) is None
+    assert frontier_window(ungrouped.node) is None
     # an edge input's events may stay open across steps
     edges = sq.input("in", P, sq.Shape.EDGE).group_by(lambda e: e.k).snapshot_window().select(tallies)
-    assert frontier_window(edges.node, (sq.Shape.INTERVAL,)) is None
+    assert frontier_window(edges.node) is None
     # an operator over several events before the window
     joined = points.join(points, lambda a, b: a.k == b.k, lambda a, b: a).group_by(lambda e: e.k)
-    assert frontier_window(joined.snapshot_window().select(tallies).node, (sq.Shape.INTERVAL,)) is None
+    assert frontier_window(joined.snapshot_window().select(tallies).node) is None
     # the window not at the root
-    assert frontier_window(q.where(lambda t: t.n > 1).node, (sq.Shape.INTERVAL,)) is None
+    assert frontier_window(q.where(lambda t: t.n > 1).node) is None
 
 
 def _plan(spark: SparkSession, q: sq.Stream[Any], first: list[Any], shape: sq.Shape,
@@ -66,7 +65,8 @@ def _plan(spark: SparkSession, q: sq.Stream[Any], first: list[Any], shape: sq.Sh
 
 def test_a_step_carries_the_events_alive_after_the_cti_clipped_to_their_groups_last_endpoint(
         spark: SparkSession) -> None:
-    """Group 1: [0, 10), [5, 20), [30, 40); group 2: [2, 4) (intervals), a CTI row at 12 after them. Group 1's intervals: [0, 5), [5, 10) end before 12 and are
+    """Group 1: [0, 10), [5, 20), [30, 40); group 2: [2, 4) (intervals), a CTI row at 12 after them;
+    released as intervals. Group 1's intervals: [0, 5), [5, 10) end before 12 and are
     released; [10, 20) and [30, 40) are not. Its greatest endpoint at or before 12 is 10, so it
     carries [5, 20) as [10, 20) and [30, 40) as it is; group 2 released [2, 4) and carries nothing.
     The next micro-batch adds [15, 25) to group 1 and a CTI row at INFINITY: [10, 15), [15, 20), [20, 25) and
@@ -99,6 +99,27 @@ def test_a_step_carries_the_events_alive_after_the_cti_clipped_to_their_groups_l
     assert after.partials[FRONTIER].count() == 0  # flushed: everything released
 
 
+@pytest.mark.parametrize("output", [sq.Shape.POINT, sq.Shape.EDGE])
+def test_a_start_released_before_its_interval_is_final_is_released_once(spark: SparkSession,
+                                                                        output: sq.Shape) -> None:
+    """The events of the example above, released as points or edges. After the first micro-batch
+    (CTI 12) the starts of group 1's intervals [0, 5), [5, 10) and [10, 20) are released, though
+    [10, 20) is carried on; the second micro-batch computes it again from the frontier as [10, 15)
+    (same start, same payload) and must not release its start again: only the starts at or after
+    12, and (as edges) the end of every interval it now releases."""
+    shape = sq.Shape.INTERVAL
+    items = [sq.Insert(0, 10, P(1, 1, "a", 1)), sq.Insert(5, 20, P(1, 2, "a", 2)),
+             sq.Insert(30, 40, P(1, 3, "a", 3)), sq.Insert(2, 4, P(2, 4, "a", 4)),
+             sq.Cti(12), sq.Insert(15, 25, P(1, 5, "a", 5)), sq.Cti(sq.INFINITY)]
+    q = sq.input("in", P, shape).group_by(lambda e: e.k).snapshot_window().select(tallies)
+    side = StreamInput(sq.input("in", P, shape), P, shape, items, None)
+    released, carried = run_in_steps(spark, q, {"in": side}, [0, 5], output)
+    assert FRONTIER in carried.partials
+    assert released == expected_after(q, {"in": side}, len(items), True, output)
+    starts = [r for r in released if output is sq.Shape.POINT or r.kind is sq.EdgeKind.START]
+    assert len(starts) == 7  # [0, 5), [2, 4), [5, 10), [10, 15), [15, 20), [20, 25), [30, 40): no second [10, ...)
+
+
 @pytest.mark.hypothesis
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(8, least=2))
 @given(data=st.data())
@@ -118,14 +139,21 @@ def test_grouped_snapshots_on_the_frontier_equal_reference_after_every_micro_bat
     else:
         q = piped.group_by(lambda e: e.k % 3).snapshot_window().select(
             lambda w: Tally(w.key, w.count(), w.sum(lambda e: e.v), None))
-    assert frontier_window(q.node, (sq.Shape.INTERVAL,)) is q.node
+    assert frontier_window(q.node) is q.node
     note(f"query tree: {q.node!r}")
     store = str(tmp_path_factory.mktemp("frontier")) if data.draw(st.booleans(), label="store") else None
-    side = StreamInput(source, P, shape, items, data.draw(flushing(), label="settings"))
+    # generated CTIs fall on a start: CTI rows, alone, fall inside intervals too
+    for at, time in data.draw(st.lists(st.tuples(st.integers(0, len(items)), st.integers(0, 100)), max_size=3),
+                              label="cti rows"):
+        items.insert(at, sq.Cti(time + SPACING * (at * PARTS // (len(items) + 1))))
+    settings = data.draw(st.one_of(st.none(), flushing()), label="settings")
+    side = StreamInput(source, P, shape, items, settings)
+    # as points or edges, a start is released before its interval is final: never twice
+    output = data.draw(st.sampled_from(list(sq.Shape)), label="output")
     released, carried = run_in_steps(spark, q, {"in": side}, data.draw(cuts(len(items)), label="cuts"),
-                                     sq.Shape.INTERVAL, store=store)
+                                     output, store=store)
     assert carried.events == {} and FRONTIER in carried.partials
-    assert released == expected_after(q, {"in": side}, len(items), True, sq.Shape.INTERVAL)
+    assert released == expected_after(q, {"in": side}, len(items), True, output)
 
 
 def test_the_frontier_holds_only_what_ends_after_the_cti(spark: SparkSession) -> None:

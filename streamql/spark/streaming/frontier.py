@@ -4,8 +4,7 @@ output floor (docs/design-fewer-jobs.md, "Built: the carried frontier").
 A streaming step re-evaluates most queries over the input events it keeps and takes away what
 it released before (``streamql.spark.streaming.step``). A grouped snapshot window at the root of
 the query, over one POINT or INTERVAL input through operators that map each event on its own
-(``where``, ``select``, ``alter_duration``, ``alter_lifetime``, ``to_point``), released as
-intervals, needs neither:
+(``where``, ``select``, ``alter_duration``, ``alter_lifetime``, ``to_point``) needs neither:
 
 - every event a step accepts is final at once, both its start and its end (``_sq_closed`` and
   ``_sq_head`` hold for it: a late one was dropped or moved by the scan), and every event a later
@@ -20,32 +19,34 @@ intervals, needs neither:
 
 A step therefore carries, per group, the events that end after the CTI with their starts clipped
 to the group's ``P`` (the *frontier*), sweeps those and the new events, releases what the release
-rule releases (each interval once: nothing to take away) and carries on the same way. Every
-aggregate is unchanged by the clip: an event alive in an interval covers all of it.
+rule releases and carries on the same way. Every aggregate is unchanged by the clip: an event
+alive in an interval covers all of it. Released as intervals, each interval is released once,
+when it ends at or before the CTI: nothing to take away. Released as points or as edges, an
+interval's start is released once the CTI passes it, while the interval itself is still carried:
+but every interval that starts before the run's greatest output CTI so far started there, with
+its payload, in the step that passed it (no event accepted since starts before that CTI, so the
+events alive then are final), so a step releases only the starts at or after it — and end edges,
+of the intervals it releases, as it would anyway.
 """
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from streamql.events import Shape
+from streamql.events import EdgeKind, Shape
 from streamql.query import nodes, windows
 from streamql.spark.base.columns import END, START
+from streamql.spark.operators.release import EDGE_KIND
 
 #: the name under which a step carries the frontier's events (``Carried.partials``)
 FRONTIER = "frontier"
-#: a group's greatest endpoint at or before the CTI
-_LAST_BEFORE = "_sq_last_before"
 _ONE_EVENT = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.AlterLifetime, nodes.ToPoint)
 
 
-def frontier_window(query: nodes.Node, shapes: tuple[Shape, ...]) -> windows.WindowAggregate | None:
+def frontier_window(query: nodes.Node) -> windows.WindowAggregate | None:
     """``query`` if it is a grouped snapshot window that can run on its carried frontier (see the
-    module's text) for a run that releases ``shapes``, else None. An EDGE input's events can stay
-    open across steps; points and edges released from an interval before it is final would be
-    released again; an ungrouped window sweeps ranges whose borders need the whole input."""
-    if shapes != (Shape.INTERVAL,):
-        return None
+    module's text), else None. An EDGE input's events can stay open across steps; an ungrouped
+    window sweeps ranges whose borders need the whole input."""
     if not isinstance(query, windows.WindowAggregate) or not isinstance(query.window, windows.SnapshotWindow):
         return None
     if query.key is None:
@@ -73,11 +74,17 @@ def carried_frontier(frame: DataFrame, keys: tuple[str, ...], cti: int | None) -
     return frame.select(*[clipped if c == START else F.col(c) for c in frame.columns]).filter(F.col(END) > at)
 
 
-def _all(conditions: list[Column]) -> Column:
-    both = conditions[0]
-    for c in conditions[1:]:
-        both = both & c
-    return both
+def released_from_frontier(releasable: DataFrame, shape: Shape, below: int | None) -> DataFrame:
+    """Of what the release rule releases as ``shape`` (``release.release``) from a step's sweep of
+    its frontier, what was not released before: every starting point or start edge before
+    ``below`` (``RunState.released_below``, the greatest output CTI so far) was (see the module's
+    text); intervals and end edges are released once anyway."""
+    if below is None or shape is Shape.INTERVAL:
+        return releasable
+    new = F.col(START) >= F.lit(below)
+    if shape is Shape.POINT:
+        return releasable.filter(new)
+    return releasable.filter((F.col(EDGE_KIND) != F.lit(EdgeKind.START.value)) | new)
 
 
-__all__ = ["FRONTIER", "carried_frontier", "frontier_window"]
+__all__ = ["FRONTIER", "carried_frontier", "frontier_window", "released_from_frontier"]

@@ -53,7 +53,7 @@ from streamql.spark.operators.flow import shifted
 from streamql.spark.ingress.imports import first_passes, scan_input, scan_order
 from streamql.spark.windows.grouping import window_input, window_output
 from streamql.spark.windows.snapshot import snapshot_windows
-from streamql.spark.streaming.frontier import FRONTIER, carried_frontier, frontier_window
+from streamql.spark.streaming.frontier import FRONTIER, carried_frontier, frontier_window, released_from_frontier
 from streamql.time import INFINITY_MICROS
 
 #: the micro-batch a carried edge row arrived in (arrival order is (batch, seq))
@@ -309,7 +309,7 @@ def step(spark: SparkSession, plan: Plan, carried: Carried, new: Mapping[str, Da
     window = incremental_window(plan.query)
     if window is not None:
         return _window_step(plan, window, carried, batch, inputs, flows, persisted)
-    snapshot = frontier_window(plan.query, plan.shapes)
+    snapshot = frontier_window(plan.query)
     # a run that started before the frontier was carried keeps carrying its events
     if snapshot is not None and not carried.events:
         return _frontier_step(plan, snapshot, carried, batch, inputs, flows, persisted)
@@ -632,13 +632,22 @@ def _frontier_step(plan: Plan, window: WindowAggregate, carried: Carried, batch:
             frame = before.unionByName(frame)
         formed = snapshot_windows(frame, keys, aggregates, source.cti)
         output = window_output(window, formed, keys, source, source.cti, source.finite_cti)
-    # every interval is released once, when the CTI reaches its end: nothing to take away
-    releasing = functools.partial(_released_once, cti=output.cti, payload=plan.payload)
+    releasing = functools.partial(_released_past, cti=output.cti, payload=plan.payload,
+                                  below=carried.state.released_below)
     released_now = {shape: releasing(shape, output.frame, None) for shape in plan.shapes}
     make_carried = functools.partial(_carried_after_frontier, plan=plan, before=carried.state, batch=batch,
                                      inputs=inputs, frontier=carried_frontier(frame, keys, source.cti),
                                      out_cti=output.cti)
     return _outcome(inputs, released_now, persisted, output.cti, output.frame, releasing, make_carried)
+
+
+def _released_past(shape: Shape, candidates: DataFrame, observed: DataFrame | None, *, cti: int | None,
+                   payload: list[str], below: int | None) -> DataFrame:
+    """What ``shape``'s output releases now from a sweep of the frontier (or of ``observed``, the
+    same with the step's observation): what the release rule releases at the output CTI ``cti``,
+    less the starts before ``below`` (``RunState.released_below``), released before."""
+    return released_from_frontier(release(candidates if observed is None else observed, cti, shape, payload),
+                                  shape, below)
 
 
 def _carried_after_frontier(least: Least, counts: Mapping[Shape, int], *, plan: Plan, before: RunState, batch: int,

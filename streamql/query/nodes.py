@@ -176,3 +176,20 @@ def inputs_of(node: Node) -> dict[str, Input]:
                 )
         stack.extend(current.sources)
     return found
+
+
+#: the operators that map each event by itself: its lifetime and payload from its own alone
+EACH_EVENT: tuple[type[Unary], ...] = (Where, Select, AlterDuration, AlterLifetime, ToPoint)
+
+
+def input_through(node: Node, operators: tuple[type[Unary], ...] = EACH_EVENT) -> Input | None:
+    """The input whose events ``node`` outputs through ``operators`` alone (each of the
+    ``EACH_EVENT`` kind), else None.
+
+    >>> input_through(readings.where(lambda e: e.v > 0).alter_duration(d).node)  # doctest: +SKIP
+    Input(name='readings', ...)
+    """
+    while isinstance(node, operators):
+        node = node.source
+    return node if isinstance(node, Input) else None
+

@@ -40,7 +40,6 @@ from streamql.spark.operators.release import EDGE_KIND
 
 #: the name under which a step carries the frontier's events (``Carried.partials``)
 FRONTIER = "frontier"
-_ONE_EVENT = (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.AlterLifetime, nodes.ToPoint)
 
 
 def frontier_window(query: nodes.Node) -> windows.WindowAggregate | None:
@@ -51,12 +50,8 @@ def frontier_window(query: nodes.Node) -> windows.WindowAggregate | None:
         return None
     if query.key is None:
         return None
-    node = query.source
-    while not isinstance(node, nodes.Input):
-        if not isinstance(node, _ONE_EVENT):
-            return None
-        node = node.source
-    return query if node.shape in (Shape.POINT, Shape.INTERVAL) else None
+    source = nodes.input_through(query.source)
+    return query if source is not None and source.shape in (Shape.POINT, Shape.INTERVAL) else None
 
 
 def carried_frontier(frame: DataFrame, keys: tuple[str, ...], cti: int | None) -> DataFrame:

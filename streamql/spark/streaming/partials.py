@@ -44,12 +44,8 @@ def incremental_window(query: nodes.Node) -> windows.WindowAggregate | None:
         return None
     if query.source.may_be_open:  # an open event is in windows not known yet
         return None
-    node = query.source
-    while not isinstance(node, nodes.Input):
-        if not isinstance(node, (nodes.Where, nodes.Select, nodes.ToPoint, nodes.AlterLifetime)):
-            return None
-        node = node.source
-    if node.shape is not Shape.POINT:
+    source = nodes.input_through(query.source, (nodes.Where, nodes.Select, nodes.ToPoint, nodes.AlterLifetime))
+    if source is None or source.shape is not Shape.POINT:
         return None
     for a in aggregates_of(query.projection):
         if a.fn not in MERGEABLE:

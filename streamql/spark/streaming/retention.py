@@ -275,9 +275,7 @@ def _cut_by_right(node: joins.Binary, floor: Floor, env: Mapping[str, Flow]) -> 
 def _exact_or_missing(node: nodes.Node) -> bool:
     """Whether ``node``'s events over kept inputs are exact or missing, never wrong: an input's
     events through operators that map each event by itself."""
-    while isinstance(node, (nodes.Where, nodes.Select, nodes.AlterDuration, nodes.AlterLifetime, nodes.ToPoint)):
-        node = node.source
-    return isinstance(node, nodes.Input)
+    return nodes.input_through(node) is not None
 
 
 @floors.register

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import streamql as sq
+from streamql.spark.streaming.frontier import frontier_window
 from streamql.spark.streaming.step import empty_carried, planned, step
 from streamql.time import from_micros
 from support.depth import spark_examples
@@ -61,10 +62,11 @@ def run_in_steps(spark: SparkSession, q: sq.Stream[Any], source: sq.Stream[Any],
 @pytest.mark.slow
 @settings(SPARK_EXAMPLES, max_examples=spark_examples(10, least=1))
 @given(shape=st.sampled_from(list(sq.Shape)), data=st.data(), settings_=advance_settings(), ops=pipelines(),
-       output=st.sampled_from(list(sq.Shape)), arrival=st.booleans(), undeclared=st.integers(0, 1))
+       output=st.sampled_from(list(sq.Shape)), arrival=st.booleans(), undeclared=st.integers(0, 1),
+       snapshot=st.booleans())
 def test_any_split_releases_what_the_batch_run_releases(
         spark: SparkSession, shape: sq.Shape, data: st.DataObject, settings_: sq.AdvanceTimeSettings | None,
-        ops: list[tuple[str, Any]], output: sq.Shape, arrival: bool, undeclared: int) -> None:
+        ops: list[tuple[str, Any]], output: sq.Shape, arrival: bool, undeclared: int, snapshot: bool) -> None:
     parts = data.draw(partitioned_items(shape, open_ends=True))
     rows = data.draw(interleavings(parts))
     for i in range(undeclared):
@@ -74,6 +76,9 @@ def test_any_split_releases_what_the_batch_run_releases(
     note(f"rows {rows}, cuts {cuts}")
     source = sq.input("x", P, shape)
     q = build(source, ops)
+    if snapshot:  # over POINT or INTERVAL partitions, on its carried frontier (streamql.spark.streaming.frontier)
+        q = q.group_by(lambda e: e.k % 3).snapshot_window().select(
+            lambda w: P(w.key, w.count(), "x", w.sum(lambda e: e.o)))
     # the batch run: the live run's final step flushes only where the settings flush, as a batch run does
     df = partitioned_frame(spark, shape, rows, spark_partitions=2)
     binder = bind_partitioned(sq.Binder(spark), source, df, shape, settings_, sorted(parts), arrival=arrival)
@@ -82,6 +87,30 @@ def test_any_split_releases_what_the_batch_run_releases(
     expected = batch.edges if output is sq.Shape.EDGE else batch.events
     assert live == expected
     assert (state.dropped, state.adjusted, state.bad_rows) == (batch.dropped, batch.adjusted, batch.bad_rows)
+
+
+def test_a_grouped_snapshot_over_partitions_carries_its_frontier(spark: SparkSession) -> None:
+    """Partition 0: [0, 10), [5, 20), then a CTI row at 12; partition 1: [2, 4), then a CTI row at
+    12 (one group). The partitions' union has the CTI 12 after the first micro-batch: [0, 2),
+    [2, 4), [4, 5), [5, 10) are released and [5, 20) is carried as [10, 20), the group's last
+    endpoint before 12 being 10. The second micro-batch adds [15, 25) to partition 0 and CTI rows at
+    INFINITY: [10, 15), [15, 20), [20, 25) follow, what the batch run releases."""
+    shape = sq.Shape.INTERVAL
+    rows: list[tuple[int, int, Any]] = [
+        (0, 0, sq.Insert(0, 10, P(1, 1, "a", 1))), (1, 0, sq.Insert(2, 4, P(1, 2, "a", 2))),
+        (0, 1, sq.Insert(5, 20, P(1, 3, "a", 3))), (0, 2, sq.Cti(12)), (1, 1, sq.Cti(12)),
+        (0, 3, sq.Insert(15, 25, P(1, 4, "a", 4))), (0, 4, sq.Cti(sq.INFINITY)), (1, 2, sq.Cti(sq.INFINITY))]
+    source = sq.input("x", P, shape)
+    q = source.group_by(lambda e: e.k).snapshot_window().select(
+        lambda w: P(w.key, w.count(), "x", w.sum(lambda e: e.o)))
+    binder = bind_partitioned(sq.Binder(spark), source, partitioned_frame(spark, shape, rows, spark_partitions=2),
+                              shape, None, [0, 1], arrival=False)
+    assert frontier_window(planned(q.node, dict(binder.bindings), (sq.Shape.INTERVAL,)).query) is not None
+    batch = binder.run(q, sq.Shape.INTERVAL)
+    live, _ = run_in_steps(spark, q, source, shape, rows, [0, 5], None, [0, 1], False, sq.Shape.INTERVAL)
+    assert live == batch.events
+    assert [(e.start.microsecond, e.end.microsecond, e.payload.v) for e in live] == [
+        (0, 2, 1), (2, 4, 2), (4, 5, 1), (5, 10, 2), (10, 15, 1), (15, 20, 2), (20, 25, 1)]
 
 
 SCHEMA = T.StructType([T.StructField("ts", T.LongType()), T.StructField("kind", T.StringType()),

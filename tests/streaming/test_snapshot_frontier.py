@@ -37,6 +37,10 @@ def tallies(w: sq.GroupWindow[int, P]) -> Tally:
     return Tally(w.key, w.count(), w.sum(lambda e: e.o), w.min(lambda e: e.v))
 
 
+def edges_input() -> sq.Stream[P]:
+    return sq.input("edges", P, sq.Shape.EDGE)
+
+
 def test_which_queries_carry_the_frontier() -> None:
     points = sq.input("in", P, sq.Shape.POINT)
     grouped = points.alter_duration(us(5)).where(lambda e: e.v > 0).group_by(lambda e: e.k).snapshot_window()
@@ -50,6 +54,11 @@ def test_which_queries_carry_the_frontier() -> None:
     # an edge input's events may stay open across steps
     edges = sq.input("in", P, sq.Shape.EDGE).group_by(lambda e: e.k).snapshot_window().select(tallies)
     assert frontier_window(edges.node) is None
+    # a union of such (a partitioned input's partitions are one, read live)
+    both = points.union(sq.input("more", P, sq.Shape.INTERVAL).where(lambda e: e.k > 0))
+    assert frontier_window(both.group_by(lambda e: e.k).snapshot_window().select(tallies).node) is not None
+    assert frontier_window(both.union(edges_input()).group_by(lambda e: e.k).snapshot_window()
+                           .select(tallies).node) is None
     # an operator over several events before the window
     joined = points.join(points, lambda a, b: a.k == b.k, lambda a, b: a).group_by(lambda e: e.k)
     assert frontier_window(joined.snapshot_window().select(tallies).node) is None

@@ -3,12 +3,14 @@ output floor (docs/design-fewer-jobs.md, "Built: the carried frontier").
 
 A streaming step re-evaluates most queries over the input events it keeps and takes away what
 it released before (``streamql.spark.streaming.step``). A grouped snapshot window at the root of
-the query, over one POINT or INTERVAL input through operators that map each event on its own
-(``where``, ``select``, ``alter_duration``, ``alter_lifetime``, ``to_point``) needs neither:
+the query, over POINT or INTERVAL inputs through operators that map each event on its own
+(``where``, ``select``, ``alter_duration``, ``alter_lifetime``, ``to_point``) and ``union`` (a
+partitioned input's partitions are one) needs neither:
 
 - every event a step accepts is final at once, both its start and its end (``_sq_closed`` and
   ``_sq_head`` hold for it: a late one was dropped or moved by the scan), and every event a later
-  step accepts starts at or after this step's CTI ``c`` (the window's input CTI);
+  step accepts starts at or after this step's CTI ``c`` (the window's input CTI; after a union,
+  the least of its sides' CTIs, and each side's later events start at or after its own);
 - so every boundary of a group's snapshot intervals is stable, and the release rule releases
   exactly the intervals that end at or before ``c``: a prefix of the group's intervals;
 - let ``P`` be the group's greatest endpoint (start or end of one of its events) at or before
@@ -34,7 +36,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from streamql.events import EdgeKind, Shape
-from streamql.query import nodes, windows
+from streamql.query import joins, nodes, windows
 from streamql.spark.base.columns import END, START
 from streamql.spark.operators.release import EDGE_KIND
 
@@ -50,8 +52,19 @@ def frontier_window(query: nodes.Node) -> windows.WindowAggregate | None:
         return None
     if query.key is None:
         return None
-    source = nodes.input_through(query.source)
-    return query if source is not None and source.shape in (Shape.POINT, Shape.INTERVAL) else None
+    return query if _final_events(query.source) else None
+
+
+def _final_events(node: nodes.Node) -> bool:
+    """Whether ``node``'s events are POINT or INTERVAL inputs' events through operators that map
+    each event by itself and unions (a partitioned input's partitions, read live, are a union):
+    final once accepted, and every later one starts at or after the CTI, the least over a union's
+    sides (each side's later events start at or after its own)."""
+    while isinstance(node, nodes.EACH_EVENT):
+        node = node.source
+    if isinstance(node, joins.Union):
+        return all(_final_events(side) for side in node.sources)
+    return isinstance(node, nodes.Input) and node.shape in (Shape.POINT, Shape.INTERVAL)
 
 
 def carried_frontier(frame: DataFrame, keys: tuple[str, ...], cti: int | None) -> DataFrame:

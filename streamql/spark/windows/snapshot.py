@@ -383,8 +383,12 @@ def _swept(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], value
     functions over one shuffle and one sort: the sweep."""
     in_time = Window.partitionBy(PART).orderBy(_TIME)
     same_time = in_time.rangeBetween(Window.currentRow, Window.currentRow)
-    # the default frame (up to the current row's time, all rows of that time included) sums the
-    # deltas of every endpoint up to this one: the tallies of the interval starting here
+    # the tallies are read on the last row of a time only (``_owned``, ``_interval_columns``): there
+    # a running sum over the rows so far holds the deltas of every endpoint through that time (a
+    # frame of rows, not of times: Spark need not compare the order's values to find its peers)
+    through = in_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    if not ranged and not indexed:
+        return _swept_once(rows, tallies, values, stability)
     rows = rows.select(
         PART, _ROLE, _TIME, _PIECE_START, _PIECE_END, *values,
         *([(F.dense_rank().over(in_time) - F.lit(1)).alias(_INDEX)] if indexed or ranged else []),
@@ -392,7 +396,7 @@ def _swept(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], value
         # stability decides anything: then the flags are constants, not windows
         (F.bool_or(_REAL).over(same_time) if ranged else F.lit(True)).alias(_REAL_AT),
         (F.bool_or(_STABLE).over(same_time) if stability else F.lit(True)).alias(_STABLE_AT),
-        *[F.sum(name).over(in_time).alias(name) for name in tallies],
+        *[F.sum(name).over(through).alias(name) for name in tallies],
         # the next row after the last row of a time is the first row of the next time
         F.lead(_TIME).over(in_time).alias(_NEXT_TIME))
     # the flags' leads read the first window operator's results: a second one, when they are needed
@@ -406,6 +410,25 @@ def _swept(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], value
     # anything making it is
     earliest = F.when(F.col(_REAL_AT), F.struct(F.col(_TIME).alias("time"), (~F.col(_STABLE_AT)).alias("unstable")))
     return rows.select("*", F.min(earliest).over(Window.partitionBy(PART)).alias(_FIRST_REAL))
+
+
+def _swept_once(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], values: list[str],
+                stability: bool) -> DataFrame:
+    """``_swept`` of a grouped sweep with running sums alone (no index, no ranges), in one window
+    operator: ordered by time and, within a time, stable rows first, the row after the last row of
+    a time is the first row of the next time, stable if any row of its time is — the lead of the
+    stability itself is the next endpoint's, with no window over the rows of a time before it."""
+    order = Window.partitionBy(PART).orderBy(F.col(_TIME), F.col(_STABLE).desc()) if stability \
+        else Window.partitionBy(PART).orderBy(_TIME)
+    through = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    rows = rows.select(
+        PART, _ROLE, _TIME, _PIECE_START, _PIECE_END, *values,
+        F.lit(True).alias(_REAL_AT),  # without ranges every endpoint is real
+        *[F.sum(name).over(through).alias(name) for name in tallies],
+        F.lead(_TIME).over(order).alias(_NEXT_TIME),
+        F.lit(True).alias(_NEXT_REAL),
+        (F.lead(_STABLE).over(order) if stability else F.lit(True)).alias(_NEXT_STABLE))
+    return rows.withColumn(_LAST_AT, F.col(_NEXT_TIME).isNull() | (F.col(_NEXT_TIME) != F.col(_TIME)))
 
 
 def _with_covers(rows: DataFrame, with_levels: bool) -> DataFrame:

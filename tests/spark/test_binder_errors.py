@@ -383,6 +383,22 @@ def test_write_keeps_microseconds(spark: SparkSession, tmp_path: Path) -> None:
             (micros(at(0.000001)), micros(at(0.000003)), "a", 1.0)], fmt
 
 
+def test_parquet_holds_microsecond_timestamps_that_pyarrow_reads(spark: SparkSession, tmp_path: Path) -> None:
+    # INT96, Spark's default, reads in pyarrow and pandas as nanoseconds: the open end would come
+    # back as a date in 1816 (docs/decisions.md, "Parquet timestamps")
+    if tuple(int(p) for p in spark.version.split(".")[:2]) < (4, 2):
+        pytest.skip("a write's spark.sql.parquet.outputTimestampType takes effect from Spark 4.2 on")
+    import pyarrow.parquet as pq
+
+    binder = bound(spark, readings(spark, [(micros(at(0.000001)), INF_MICROS, "INSERT", "open", 1.0),
+                                           (micros(at(5)), micros(at(6)), "INSERT", "a", 2.0)]), advance_time=FLUSH)
+    binder.write(READINGS, str(tmp_path / "out"), format="parquet")
+    table = pq.read_table(str(tmp_path / "out"))
+    assert [str(table.schema.field(c).type) for c in ("start", "end")] == ["timestamp[us, tz=UTC]"] * 2
+    rows = sorted(zip(table.column("start").to_pylist(), table.column("end").to_pylist()))
+    assert rows == [(at(0.000001), datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)), (at(5), at(6))]
+
+
 def test_collect_is_run_events(spark: SparkSession) -> None:
     binder = bound(spark, readings(spark, RESULT_ROWS), advance_time=FLUSH)
     q = READINGS.select(lambda e: Reading(e.meter.upper(), e.consumption * 2))

@@ -267,6 +267,10 @@ def test_write_puts_the_late_records_at_late_path(spark: SparkSession, tmp_path:
     row = rows[0].asDict()
     assert row["action"] == "dropped" and row["arrival"] == 2
     assert (row["payload_s"] if format == "csv" else row["payload"]["s"]) == "c"
+    if format == "parquet" and tuple(int(p) for p in spark.version.split(".")[:2]) >= (4, 2):
+        import pyarrow.parquet as pq  # microseconds, not INT96 (docs/decisions.md, "Parquet timestamps")
+
+        assert str(pq.read_table(late_path).schema.field("cti").type) == "timestamp[us, tz=UTC]"
     with pytest.raises(BindingError, match="late_path .* already exists"):
         binder.write(source, str(tmp_path / "out2"), format=format, late_path=late_path)
     assert not (tmp_path / "out2").exists()

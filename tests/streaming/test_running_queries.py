@@ -56,6 +56,14 @@ def test_a_file_directory_query_releases_what_the_batch_run_releases(spark: Spar
     partitions = sorted(p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(MICRO_BATCH))
     assert partitions == [f"{MICRO_BATCH}={p.batch}" for p in progress if p.released]
     assert running.result().final_cti == sq.INFINITY
+    if tuple(int(p) for p in spark.version.split(".")[:2]) >= (4, 2):
+        # readable outside Spark: microseconds, not INT96 (docs/decisions.md, "Parquet timestamps")
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(str(tmp_path / "out"))
+        assert [str(table.schema.field(c).type) for c in ("start", "end")] == ["timestamp[us, tz=UTC]"] * 2
+        assert sorted(zip(table.column("start").to_pylist(), table.column("end").to_pylist())) == sorted(
+            (e.start, e.end) for e in expected)
 
 
 @pytest.mark.slow

@@ -15,6 +15,13 @@ from streamql.time import from_micros
 
 DECIMAL = T.DecimalType(38, 18)
 
+#: the options with which streamql writes parquet: timestamps as INT64 microseconds (the Parquet
+#: format's TIMESTAMP_MICROS), not Spark's default INT96 — which pyarrow and pandas read as
+#: nanoseconds, turning an open end (``9999-12-31 23:59:59.999999``) into a date in 1816, and which
+#: costs more to write. A write's option from Spark 4.2 on; before it Spark takes the session's
+#: ``spark.sql.parquet.outputTimestampType`` (docs/decisions.md, "Parquet timestamps")
+PARQUET_OPTIONS = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+
 _SCALARS: dict[Kind, T.DataType] = {
     Kind.BOOL: T.BooleanType(),
     Kind.INT: T.LongType(),

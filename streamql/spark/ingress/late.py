@@ -23,7 +23,7 @@ from streamql.payload import PayloadSchema
 from streamql.spark.ingress import arrival_scan as scan
 from streamql.spark.ingress.binding import arrival_key
 from streamql.spark.base.columns import ACTION, BAD, END, KIND, LATE_ARRIVAL, MOVED_TO, PARTITION, SEQ, START
-from streamql.spark.base.schema import collectable, payload_from_row
+from streamql.spark.base.schema import PARQUET_OPTIONS, collectable, payload_from_row
 from streamql.time import INFINITY_MICROS, MAX_MICROS, from_micros
 
 #: an input's late records as its scan builds them: times in microseconds, then the payload fields
@@ -256,7 +256,8 @@ def late_frame(inputs: Mapping[str, tuple[PayloadSchema, DataFrame]]) -> DataFra
 def written_columns(frame: DataFrame, format: str) -> tuple[DataFrame, dict[str, str]]:
     """``late_frame``'s rows as written in ``format``, with the writer's options: CSV has no
     structs, so the payload's fields become columns ``payload_<field>``."""
-    options = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"} if format in ("csv", "json") else {}
+    options = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"} if format in ("csv", "json") else \
+        dict(PARQUET_OPTIONS) if format == "parquet" else {}
     if format == "csv":
         options["header"] = "true"
         fields = frame.schema["payload"].dataType

@@ -9,6 +9,7 @@ from streamql.errors import BindingError
 from streamql.events import EdgeKind, Shape
 from streamql.payload import PayloadSchema
 from streamql.spark.base.columns import CLOSED, END, START
+from streamql.spark.base.schema import PARQUET_OPTIONS
 from streamql.spark.operators.flow import shifted
 from streamql.time import INFINITY_MICROS, MAX_MICROS
 
@@ -46,7 +47,7 @@ def writer_options(format: str, schema: PayloadSchema, what: str) -> dict[str, s
         raise BindingError(f"{what} format must be parquet, json, csv, orc or delta, got {format!r}")
     if format == "csv" and any(f.type.schema is not None for f in schema.fields):
         raise BindingError("CSV cannot hold nested payloads: select flat fields first or write parquet/json")
-    options = {}
+    options = dict(PARQUET_OPTIONS) if format == "parquet" else {}
     if format in ("csv", "json"):  # their default timestamp format drops the microseconds
         options["timestampFormat"] = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
     if format == "csv":

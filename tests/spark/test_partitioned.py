@@ -22,7 +22,7 @@ from streamql.spark.runtime.jobs import counting_jobs
 from streamql.time import from_micros
 from support.depth import spark_examples, tiered
 from support.partitions import (UNDECLARED, bind_partitioned, interleavings, partitioned, partitioned_frame,
-                                partitioned_items)
+                                partitioned_side_by_side)
 from support.streams import P, SPARK_EXAMPLES, advance_settings, build, pipelines
 
 EVERY_EVENT = sq.AdvanceTimeSettings(sq.AdvanceTimeGeneration(every_events=1))
@@ -137,7 +137,7 @@ def comparable(result: sq.Result[Any]) -> tuple[Any, ...]:
 def test_batch_releases_what_the_reference_releases(
         spark: SparkSession, shape: sq.Shape, data: st.DataObject, settings_: sq.AdvanceTimeSettings | None,
         ops: list[tuple[str, Any]], output: sq.Shape, arrival: bool, undeclared: int, spark_partitions: int) -> None:
-    parts = data.draw(partitioned_items(shape, open_ends=True))
+    parts = data.draw(partitioned_side_by_side(shape, open_ends=True))
     rows = data.draw(interleavings(parts))
     # rows of a partition that is not declared: bad rows, wherever they are stored
     for i in range(undeclared):

@@ -9,17 +9,27 @@ from hypothesis import strategies as st
 
 import streamql as sq
 from streamql.reference import PartitionedInput, ReferenceInput
-from support.streams import P, edge_items, inputs
+from support.streams import P, edge_items, inputs, side_by_side
 
 
 @st.composite
-def partitioned_items(draw: st.DrawFn, shape: sq.Shape, open_ends: bool = False) -> dict[int, list[Any]]:
-    """One to three declared partitions (0, 1, 2), each with its own items in arrival order (any
-    of them may be empty: a quiet partition)."""
-    count = draw(st.integers(1, 3))
+def partitioned_items(draw: st.DrawFn, shape: sq.Shape, open_ends: bool = False,
+                      count: int | None = None) -> dict[int, list[Any]]:
+    """One to three declared partitions (0, 1, 2; ``count`` of them if given), each with its own
+    items in arrival order (any of them may be empty: a quiet partition)."""
+    count = draw(st.integers(1, 3)) if count is None else count
     if shape is sq.Shape.EDGE:
         return {p: draw(edge_items()) for p in range(count)}
     return {p: draw(inputs(shape, open_ends)) for p in range(count)}
+
+
+@st.composite
+def partitioned_side_by_side(draw: st.DrawFn, shape: sq.Shape, open_ends: bool = False) -> dict[int, list[Any]]:
+    """``PARTS`` draws of ``partitioned_items`` with the same partitions, laid side by side in time
+    (``side_by_side``, tests/support/depth.py): what a Spark property test's example checks."""
+    count = draw(st.integers(1, 3))
+    parts: dict[int, list[Any]] = draw(side_by_side(partitioned_items(shape, open_ends, count)))
+    return parts
 
 
 @st.composite

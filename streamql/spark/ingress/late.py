@@ -256,8 +256,9 @@ def late_frame(inputs: Mapping[str, tuple[PayloadSchema, DataFrame]]) -> DataFra
 def written_columns(frame: DataFrame, format: str) -> tuple[DataFrame, dict[str, str]]:
     """``late_frame``'s rows as written in ``format``, with the writer's options: CSV has no
     structs, so the payload's fields become columns ``payload_<field>``."""
-    options = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"} if format in ("csv", "json") else \
-        dict(PARQUET_OPTIONS) if format == "parquet" else {}
+    options = dict(PARQUET_OPTIONS) if format == "parquet" else {}
+    if format in ("csv", "json"):
+        options["timestampFormat"] = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
     if format == "csv":
         options["header"] = "true"
         fields = frame.schema["payload"].dataType

@@ -381,14 +381,14 @@ def _swept(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], value
     whether its time is real and stable, whether it is the last row of its time and, on those
     rows, the next endpoint; over ranges also the range's earliest real endpoint. Window
     functions over one shuffle and one sort: the sweep."""
+    if not ranged and not indexed:
+        return _swept_once(rows, tallies, values, stability)
     in_time = Window.partitionBy(PART).orderBy(_TIME)
     same_time = in_time.rangeBetween(Window.currentRow, Window.currentRow)
     # the tallies are read on the last row of a time only (``_owned``, ``_interval_columns``): there
     # a running sum over the rows so far holds the deltas of every endpoint through that time (a
     # frame of rows, not of times: Spark need not compare the order's values to find its peers)
     through = in_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    if not ranged and not indexed:
-        return _swept_once(rows, tallies, values, stability)
     rows = rows.select(
         PART, _ROLE, _TIME, _PIECE_START, _PIECE_END, *values,
         *([(F.dense_rank().over(in_time) - F.lit(1)).alias(_INDEX)] if indexed or ranged else []),
@@ -402,8 +402,7 @@ def _swept(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], value
     # the flags' leads read the first window operator's results: a second one, when they are needed
     following = [(F.lead(_REAL_AT).over(in_time) if ranged else F.lit(True)).alias(_NEXT_REAL),
                  (F.lead(_STABLE_AT).over(in_time) if stability else F.lit(True)).alias(_NEXT_STABLE)]
-    rows = rows.select("*", *following).withColumn(
-        _LAST_AT, F.col(_NEXT_TIME).isNull() | (F.col(_NEXT_TIME) != F.col(_TIME)))
+    rows = rows.select("*", *following).withColumn(_LAST_AT, _last_at())
     if not ranged:
         return rows
     # a min over (time, unstable) prefers a stable entry at the same time: a boundary is stable if
@@ -428,7 +427,12 @@ def _swept_once(rows: DataFrame, tallies: dict[str, tuple[Column, T.DataType]], 
         F.lead(_TIME).over(order).alias(_NEXT_TIME),
         F.lit(True).alias(_NEXT_REAL),
         (F.lead(_STABLE).over(order) if stability else F.lit(True)).alias(_NEXT_STABLE))
-    return rows.withColumn(_LAST_AT, F.col(_NEXT_TIME).isNull() | (F.col(_NEXT_TIME) != F.col(_TIME)))
+    return rows.withColumn(_LAST_AT, _last_at())
+
+
+def _last_at() -> Column:
+    """Whether an endpoint row is the last row of its time (the next row's time is another)."""
+    return F.col(_NEXT_TIME).isNull() | (F.col(_NEXT_TIME) != F.col(_TIME))
 
 
 def _with_covers(rows: DataFrame, with_levels: bool) -> DataFrame:

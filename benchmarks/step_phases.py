@@ -9,7 +9,9 @@ Prints, per phase, the median over the steps after the first (the first apart) o
 seconds and Spark jobs (``streamql.spark.runtime.phases``: a phase inside another is charged its
 own time only; ``other`` is what ran outside every named phase), the median step, and the floor's
 median micro-batch (Structured Streaming's ``triggerExecution``) — run before and after ours, the
-mean of the two — with the ratio.
+mean of the two — with the ratio; then each phase's jobs by their own time (submission to
+completion, from Spark's status store) and what the driver spent outside them, and the last step's
+sink write taken apart.
 """
 from __future__ import annotations
 
@@ -121,6 +123,35 @@ def table(steps: Sequence[Progress], floor: float) -> list[str]:
     return lines
 
 
+def job_times(spark: SparkSession, steps: Sequence[Progress]) -> list[str]:
+    """The steps' Spark jobs against the driver's time around them: each job's own time (its
+    submission to its completion, from Spark's status store, which a classic session keeps with its
+    UI off too) by the phase that ran it (its description, ``streamql: <phase>``), and what is left of
+    the step; medians of the steps after the first."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    listed = store.jobsList(None)
+    jobs: list[tuple[float, float, str]] = []  # submitted, seconds (epoch), the phase
+    for k in range(listed.size()):
+        job = listed.apply(k)
+        if job.submissionTime().isEmpty() or job.completionTime().isEmpty():
+            continue
+        submitted, completed = job.submissionTime().get().getTime(), job.completionTime().get().getTime()
+        described = "" if job.description().isEmpty() else str(job.description().get())
+        jobs.append((submitted / 1000, (completed - submitted) / 1000, described.removeprefix("streamql: ")))
+    by_phase: dict[str, list[float]] = {}
+    in_jobs: list[float] = []
+    for p in steps[1:] or steps[:1]:
+        mine = [(name, seconds) for at, seconds, name in jobs if p.started <= at <= p.started + p.seconds]
+        for name in {name for name, _ in mine}:
+            by_phase.setdefault(name, []).append(sum(seconds for n, seconds in mine if n == name))
+        in_jobs.append(sum(seconds for _, seconds in mine))
+    step_s = statistics.median(p.seconds for p in steps[1:] or steps[:1])
+    spent = statistics.median(in_jobs)
+    return [*(f"  {name}: its jobs {statistics.median(times):.2f} s" for name, times in by_phase.items()),
+            f"  every job of the step {spent:.2f} s; the driver, outside them, {step_s - spent:.2f} s "
+            f"(the step's median {step_s:.2f} s, less the median of its jobs)"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=5, help="micro-batches (one parquet file each)")
@@ -137,6 +168,7 @@ def main() -> int:
         load = os.getloadavg()
         before = floor_batches(spark, parts, work, "floor-before")
         steps, ours_s, apart = sliding_steps(spark, parts, work)
+        timed = job_times(spark, steps)
         after = floor_batches(spark, parts, work, "floor-after")
         load_after = os.getloadavg()
         floor = (statistics.median(before) + statistics.median(after)) / 2
@@ -148,6 +180,9 @@ def main() -> int:
               f"{statistics.median(after):.2f} s after (mean {floor:.2f} s)")
         print(f"ours: {args.files * args.per_file / ours_s:,.0f} events/s over the run ({ours_s:.1f} s)")
         for line in table(steps, floor):
+            print(line)
+        print("the steps' Spark jobs, each from its submission to its completion (medians of steps 1 on):")
+        for line in timed:
             print(line)
         print(f"the last step's sink write taken apart (step {args.files - 1} again from step {args.files - 2}'s "
               "committed files):")

@@ -3,7 +3,7 @@ output floor (docs/design-fewer-jobs.md, "Built: the carried frontier").
 
 A streaming step re-evaluates most queries over the input events it keeps and takes away what
 it released before (``streamql.spark.streaming.step``). A grouped snapshot window at the root of
-the query, over POINT or INTERVAL inputs through operators that map each event on its own
+the query (or under ``where`` and ``select`` alone), over POINT or INTERVAL inputs through operators that map each event on its own
 (``where``, ``select``, ``alter_duration``, ``alter_lifetime``, ``to_point``) and ``union`` (a
 partitioned input's partitions are one) needs neither:
 
@@ -18,6 +18,12 @@ partitioned input's partitions are one) needs neither:
   events alive in them are exactly the group's events that end after ``c``. Each of those that
   starts before ``P`` is alive in all of ``[P, c]`` (no endpoint lies in between): clipped to
   start at ``P`` it makes the same intervals from ``P`` on, and none before it.
+
+A ``where`` or ``select`` over the window's output (an alert on the averages, say) changes none of
+this: it keeps or maps each output event by its payload alone and keeps its lifetime, so what it
+outputs from ``P`` on is its image of the window's intervals from ``P`` on, each interval that a
+later step computes again with the same start and payload gets the same verdict and the same
+payload from it, and what the release rule releases of it is decided by the same lifetimes.
 
 A step therefore carries, per group, the events that end after the CTI with their starts clipped
 to the group's ``P`` (the *frontier*), sweeps those and the new events, releases what the release
@@ -44,10 +50,18 @@ from streamql.spark.operators.release import EDGE_KIND
 FRONTIER = "frontier"
 
 
+#: the operators a query may apply to the window's output and still run on the frontier: each
+#: keeps or maps an output event by its payload alone, and keeps its lifetime
+ON_THE_OUTPUT: tuple[type[nodes.Unary], ...] = (nodes.Where, nodes.Select)
+
+
 def frontier_window(query: nodes.Node) -> windows.WindowAggregate | None:
-    """``query`` if it is a grouped snapshot window that can run on its carried frontier (see the
-    module's text), else None. An EDGE input's events can stay open across steps; an ungrouped
-    window sweeps ranges whose borders need the whole input."""
+    """The grouped snapshot window of ``query`` if the query can run on its carried frontier (see
+    the module's text), else None: the window at the root of the query, or under ``where`` and
+    ``select`` alone (``ON_THE_OUTPUT``). An EDGE input's events can stay open across steps; an
+    ungrouped window sweeps ranges whose borders need the whole input."""
+    while isinstance(query, ON_THE_OUTPUT):
+        query = query.source
     if not isinstance(query, windows.WindowAggregate) or not isinstance(query.window, windows.SnapshotWindow):
         return None
     if query.key is None:
@@ -95,4 +109,4 @@ def released_from_frontier(releasable: DataFrame, shape: Shape, below: int | Non
     return releasable.filter((F.col(EDGE_KIND) != F.lit(EdgeKind.START.value)) | new)
 
 
-__all__ = ["FRONTIER", "carried_frontier", "frontier_window", "released_from_frontier"]
+__all__ = ["FRONTIER", "ON_THE_OUTPUT", "carried_frontier", "frontier_window", "released_from_frontier"]

@@ -40,7 +40,7 @@ from streamql.spark.ingress.partitioned import part_rows, parts_of, with_parts
 from streamql.spark.ingress.scan import Ingress
 from streamql.spark.base.deferred import Deferred
 from streamql.spark.ingress.late import EdgeCauses, WentBack, edge_rows, with_went_back
-from streamql.spark.operators.flow import Flow, compile_node, input_flow
+from streamql.spark.operators.flow import Flow, compile_node, compiled_as, compiled_once, input_flow
 from streamql.spark.operators.release import release
 from streamql.spark.windows.esper import batch_offsets
 from streamql.spark.streaming.retention import CountedBatch, Floor, counted_batches, floors, offsets_after
@@ -622,8 +622,9 @@ def _carried_after_window(least: Least, counts: Mapping[Shape, int], *, plan: Pl
 def _frontier_step(plan: Plan, window: WindowAggregate, carried: Carried, batch: int,
                    inputs: Mapping[str, _InputStep], flows: Mapping[str, Flow], persisted: list[DataFrame]) -> Step:
     """The step of a grouped snapshot window on its carried frontier
-    (``streamql.spark.streaming.frontier``): ``flows`` hold only the micro-batch's accepted events,
-    ``carried.partials`` the window's input rows that end after the last step's CTI, clipped."""
+    (``streamql.spark.streaming.frontier``), and of the ``where`` and ``select`` over its output if
+    the query has them: ``flows`` hold only the micro-batch's accepted events, ``carried.partials``
+    the window's input rows that end after the last step's CTI, clipped."""
     before = carried.partials.get(FRONTIER)
     with phase("compile"):
         source = compile_node(window.source, flows)
@@ -632,6 +633,10 @@ def _frontier_step(plan: Plan, window: WindowAggregate, carried: Carried, batch:
             frame = before.unionByName(frame)
         formed = snapshot_windows(frame, keys, aggregates, source.cti)
         output = window_output(window, formed, keys, source, source.cti, source.finite_cti)
+        if plan.query is not window:  # a where or select over the window's output
+            with compiled_once():
+                compiled_as(window, flows, output)
+                output = compile_node(plan.query, flows)
     releasing = functools.partial(_released_past, cti=output.cti, payload=plan.payload,
                                   below=carried.state.released_below)
     released_now = {shape: releasing(shape, output.frame, None) for shape in plan.shapes}

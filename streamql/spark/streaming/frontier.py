@@ -3,9 +3,10 @@ output floor (docs/design-fewer-jobs.md, "Built: the carried frontier").
 
 A streaming step re-evaluates most queries over the input events it keeps and takes away what
 it released before (``streamql.spark.streaming.step``). A grouped snapshot window at the root of
-the query (or under ``where`` and ``select`` alone), over POINT or INTERVAL inputs through operators that map each event on its own
-(``where``, ``select``, ``alter_duration``, ``alter_lifetime``, ``to_point``) and ``union`` (a
-partitioned input's partitions are one) needs neither:
+the query (or under ``where`` and ``select`` alone), over POINT or INTERVAL inputs through
+operators that map each event on its own (``where``, ``select``, ``alter_duration``,
+``alter_lifetime``, ``to_point``) and ``union`` (a partitioned input's partitions are one) needs
+neither:
 
 - every event a step accepts is final at once, both its start and its end (``_sq_closed`` and
   ``_sq_head`` hold for it: a late one was dropped or moved by the scan), and every event a later
